@@ -1,0 +1,17 @@
+"""PLACEHOLDER: being written; replaced before commit."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from asyncsched.framework import Arguments, Session
+
+
+class AllocateAction:
+    name: ClassVar[str] = "allocate"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    def execute(self, ssn: Session) -> None:
+        pass

@@ -1,0 +1,24 @@
+"""Wire types: msgspec Structs for the Kubernetes and Volcano objects asyncsched reads and writes."""
+
+from asyncsched.api.core import Node, Pod, PriorityClass
+from asyncsched.api.meta import Condition, ObjectMeta, OwnerReference
+from asyncsched.api.quantity import QuantityError, parse_quantity, to_units
+from asyncsched.api.volcano import GROUP_NAME_ANNOTATION, PodGroup, Queue
+
+KubeObject = Pod | Node | PodGroup | Queue | PriorityClass
+
+__all__ = [
+    "GROUP_NAME_ANNOTATION",
+    "Condition",
+    "KubeObject",
+    "Node",
+    "ObjectMeta",
+    "OwnerReference",
+    "Pod",
+    "PodGroup",
+    "PriorityClass",
+    "QuantityError",
+    "Queue",
+    "parse_quantity",
+    "to_units",
+]

@@ -1,0 +1,150 @@
+"""The core/v1 and scheduling.k8s.io objects the scheduler reads: Pod, Node, PriorityClass.
+
+Only the fields scheduling needs are declared; everything else in a manifest is
+ignored, so real objects decode without generated models.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from asyncsched.api.meta import Condition, ObjectMeta
+
+__all__ = [
+    "Affinity",
+    "Container",
+    "Node",
+    "NodeAffinity",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "NodeSpec",
+    "NodeStatus",
+    "Pod",
+    "PodSpec",
+    "PodStatus",
+    "PreferredSchedulingTerm",
+    "PriorityClass",
+    "ResourceRequirements",
+    "Taint",
+    "Toleration",
+]
+
+Quantity = str | int | float
+
+
+class ResourceRequirements(msgspec.Struct, rename="camel", omit_defaults=True):
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
+
+
+class Container(msgspec.Struct, rename="camel", omit_defaults=True):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    env: list[dict[str, Any]] = []
+
+
+class NodeSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=True):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class NodeSelectorTerm(msgspec.Struct, rename="camel", omit_defaults=True):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(msgspec.Struct, rename="camel", omit_defaults=True):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class PreferredSchedulingTerm(msgspec.Struct, rename="camel", omit_defaults=True):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(msgspec.Struct, rename="camel", omit_defaults=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
+
+
+class Affinity(msgspec.Struct, rename="camel", omit_defaults=True):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: dict[str, Any] | None = None
+    pod_anti_affinity: dict[str, Any] | None = None
+
+
+class Toleration(msgspec.Struct, rename="camel", omit_defaults=True):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    overhead: dict[str, Quantity] = {}
+    priority_class_name: str = ""
+    priority: int | None = None
+    preemption_policy: str = ""
+    restart_policy: str = "Always"
+
+
+class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+    phase: str = "Pending"
+    conditions: list[Condition] = []
+    pod_ip: str = ""
+    start_time: str | None = None
+
+
+class Pod(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Pod"):
+    api_version: str = "v1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+
+class Taint(msgspec.Struct, rename="camel", omit_defaults=True):
+    key: str
+    effect: str
+    value: str = ""
+
+
+class NodeSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+    unschedulable: bool = False
+    taints: list[Taint] = []
+
+
+class NodeStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+    capacity: dict[str, Quantity] = {}
+    allocatable: dict[str, Quantity] = {}
+    conditions: list[Condition] = []
+
+
+class Node(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Node"):
+    api_version: str = "v1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+class PriorityClass(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="PriorityClass"
+):
+    api_version: str = "scheduling.k8s.io/v1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str = "PreemptLowerPriority"
+    description: str = ""

@@ -1,0 +1,41 @@
+"""Object metadata shared by every Kubernetes kind we read."""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = ["ObjectMeta", "OwnerReference", "Condition"]
+
+
+class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    generate_name: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_references: list[OwnerReference] = []
+
+
+class Condition(msgspec.Struct, rename="camel", omit_defaults=True):
+    """The condition shape shared by Pod, Node and PodGroup status."""
+
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    transition_id: str = ""

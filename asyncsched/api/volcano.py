@@ -1,0 +1,83 @@
+"""Volcano's scheduling.volcano.sh/v1beta1 objects: PodGroup and Queue.
+
+Field names and defaults follow Volcano's CRDs so users' YAML decodes as is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from asyncsched.api.meta import Condition, ObjectMeta
+
+__all__ = [
+    "GROUP_NAME_ANNOTATION",
+    "PodGroup",
+    "PodGroupSpec",
+    "PodGroupStatus",
+    "Queue",
+    "QueueSpec",
+    "QueueStatus",
+]
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+"""The pod annotation that names the pod's PodGroup (Volcano's key)."""
+
+Quantity = str | int | float
+
+
+class PodGroupSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+    min_member: int = 1
+    min_task_member: dict[str, int] = {}
+    queue: str = "default"
+    priority_class_name: str = ""
+    min_resources: dict[str, Quantity] | None = None
+    network_topology: dict[str, Any] | None = None
+
+
+class PodGroupStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+    phase: str = ""
+    conditions: list[Condition] = []
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+class PodGroup(
+    msgspec.Struct,
+    rename="camel",
+    omit_defaults=True,
+    tag_field="kind",
+    tag="PodGroup",
+):
+    api_version: str = "scheduling.volcano.sh/v1beta1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodGroupSpec = msgspec.field(default_factory=PodGroupSpec)
+    status: PodGroupStatus = msgspec.field(default_factory=PodGroupStatus)
+
+
+class QueueSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+    weight: int = 1
+    capability: dict[str, Quantity] = {}
+    deserved: dict[str, Quantity] = {}
+    guarantee: dict[str, Any] = {}
+    reclaimable: bool | None = None
+    parent: str = ""
+    priority: int = 0
+
+
+class QueueStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+    state: str = ""
+    pending: int = 0
+    inqueue: int = 0
+    running: int = 0
+    unknown: int = 0
+    completed: int = 0
+
+
+class Queue(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Queue"):
+    api_version: str = "scheduling.volcano.sh/v1beta1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: QueueSpec = msgspec.field(default_factory=QueueSpec)
+    status: QueueStatus = msgspec.field(default_factory=QueueStatus)

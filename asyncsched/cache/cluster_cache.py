@@ -1,0 +1,311 @@
+"""The cluster picture kept from watch events, and the snapshot a session works on.
+
+The cache is plain synchronous code: a backend (the API server's informers or
+the simulator) feeds it objects; the scheduler loop asks it for snapshots and
+tells it what was sent to bind. It never blocks and never does I/O.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import msgspec
+
+from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.model import (
+    ClusterSnapshot,
+    JobInfo,
+    NodeInfo,
+    NodeTable,
+    PodGroupPhase,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from asyncsched.model.status import OCCUPYING_NODE
+
+__all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEDULER_NAMES = ("volcano", "asyncsched")
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+@dataclass
+class _JobEntry:
+    """A job in the cache: its PodGroup (if seen yet) and its tasks."""
+
+    podgroup: PodGroup | None
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    lone_pod: bool = False
+
+
+class ClusterCache:
+    """Pods, nodes, PodGroups, Queues and PriorityClasses, indexed for scheduling."""
+
+    def __init__(self, scheduler_names: tuple[str, ...] = DEFAULT_SCHEDULER_NAMES) -> None:
+        self.scheduler_names = frozenset(scheduler_names)
+        self.table = NodeTable()
+        self.nodes: dict[str, NodeInfo] = {}
+        self.jobs: dict[str, _JobEntry] = {}
+        self.tasks: dict[str, TaskInfo] = {}
+        self.queues: dict[str, Queue] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.pods: dict[str, Pod] = {}
+        self.generation = 0
+        """Bumped on every change, so the loop knows when a session may decide differently."""
+
+    # -- nodes -------------------------------------------------------------
+
+    def upsert_node(self, node: Node) -> None:
+        name = node.metadata.name
+        existing = self.nodes.get(name)
+        if existing is None:
+            info = NodeInfo(node, self.table)
+            self.nodes[name] = info
+            for task in self.tasks.values():
+                if task.node_name == name:
+                    info.add_task(task)
+        else:
+            existing.update(node)
+        self.generation += 1
+
+    def delete_node(self, name: str) -> None:
+        info = self.nodes.pop(name, None)
+        if info is not None:
+            self.table.remove_row(info.row)
+            self.generation += 1
+
+    # -- pods ----------------------------------------------------------------
+
+    def is_ours(self, pod: Pod) -> bool:
+        return pod.spec.scheduler_name in self.scheduler_names
+
+    def upsert_pod(self, pod: Pod) -> None:
+        key = _pod_key(pod)
+        previous = self.tasks.get(key)
+        task = TaskInfo.from_pod(pod, job=self._job_key(pod), priority=0)
+        task.uid = key
+        if (
+            previous is not None
+            and previous.status is TaskStatus.BINDING
+            and task.status is TaskStatus.PENDING
+        ):
+            task.status = TaskStatus.BINDING
+            task.node_name = previous.node_name
+        self._remove_task(key)
+        self.pods[key] = pod
+        self.tasks[key] = task
+        if self.is_ours(pod):
+            entry = self.jobs.get(task.job)
+            if entry is None:
+                entry = self.jobs[task.job] = _JobEntry(
+                    podgroup=None, lone_pod=GROUP_NAME_ANNOTATION not in pod.metadata.annotations
+                )
+            entry.tasks[key] = task
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.add_task(task)
+        self.generation += 1
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        key = f"{namespace}/{name}"
+        if self._remove_task(key):
+            self.pods.pop(key, None)
+            self.generation += 1
+
+    def _remove_task(self, key: str) -> bool:
+        task = self.tasks.pop(key, None)
+        if task is None:
+            return False
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        entry = self.jobs.get(task.job)
+        if entry is not None:
+            entry.tasks.pop(key, None)
+            if not entry.tasks and entry.podgroup is None:
+                del self.jobs[task.job]
+        return True
+
+    @staticmethod
+    def _job_key(pod: Pod) -> str:
+        group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+        return f"{pod.metadata.namespace}/{group or pod.metadata.name}"
+
+    # -- binding -------------------------------------------------------------
+
+    def mark_binding(self, uid: str, node_name: str) -> bool:
+        """A bind was sent: hold the task on the node until the API server answers."""
+        task = self.tasks.get(uid)
+        if task is None or task.status is not TaskStatus.PENDING:
+            return False
+        node = self.nodes.get(node_name)
+        if node is None:
+            return False
+        task.status = TaskStatus.BINDING
+        task.node_name = node_name
+        node.add_task(task)
+        self._reindex(task)
+        self.generation += 1
+        return True
+
+    def bind_failed(self, uid: str) -> None:
+        """The bind was refused: the task is pending again and a later session retries it."""
+        task = self.tasks.get(uid)
+        if task is None or task.status is not TaskStatus.BINDING:
+            return
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        task.status = TaskStatus.PENDING
+        task.node_name = ""
+        self._reindex(task)
+        self.generation += 1
+
+    def _reindex(self, task: TaskInfo) -> None:
+        entry = self.jobs.get(task.job)
+        if entry is not None and task.uid in entry.tasks:
+            entry.tasks[task.uid] = task
+
+    # -- podgroups, queues, priority classes ------------------------------------
+
+    def upsert_podgroup(self, podgroup: PodGroup) -> None:
+        key = f"{podgroup.metadata.namespace}/{podgroup.metadata.name}"
+        entry = self.jobs.get(key)
+        if entry is None:
+            self.jobs[key] = _JobEntry(podgroup=podgroup)
+        else:
+            entry.podgroup = podgroup
+            entry.lone_pod = False
+        self.generation += 1
+
+    def delete_podgroup(self, namespace: str, name: str) -> None:
+        key = f"{namespace}/{name}"
+        entry = self.jobs.get(key)
+        if entry is None:
+            return
+        if entry.tasks:
+            entry.podgroup = None
+        else:
+            del self.jobs[key]
+        self.generation += 1
+
+    def set_podgroup_phase(self, key: str, phase: str) -> None:
+        """Remember a phase the scheduler wrote, before the watch echoes it back."""
+        entry = self.jobs.get(key)
+        if entry is not None and entry.podgroup is not None:
+            status = entry.podgroup.status
+            if status.phase != phase:
+                entry.podgroup = msgspec.structs.replace(
+                    entry.podgroup, status=msgspec.structs.replace(status, phase=phase)
+                )
+
+    def upsert_queue(self, queue: Queue) -> None:
+        self.queues[queue.metadata.name] = queue
+        self.generation += 1
+
+    def delete_queue(self, name: str) -> None:
+        if self.queues.pop(name, None) is not None:
+            self.generation += 1
+
+    def upsert_priority_class(self, pc: PriorityClass) -> None:
+        self.priority_classes[pc.metadata.name] = pc
+        self.generation += 1
+
+    def delete_priority_class(self, name: str) -> None:
+        if self.priority_classes.pop(name, None) is not None:
+            self.generation += 1
+
+    # -- questions -----------------------------------------------------------
+
+    def pending_tasks(self) -> int:
+        return sum(
+            1
+            for entry in self.jobs.values()
+            for t in entry.tasks.values()
+            if t.status is TaskStatus.PENDING
+        )
+
+    # -- snapshot --------------------------------------------------------------
+
+    def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
+        """A copy for one session: compact node table, cloned tasks, resolved priorities."""
+        priorities = {name: pc.value for name, pc in self.priority_classes.items()}
+        default_priority = next(
+            (pc.value for pc in self.priority_classes.values() if pc.global_default), 0
+        )
+
+        names = [n for n in self.nodes if self.nodes[n].row >= 0]
+        table = self.table.compact([self.nodes[n].row for n in names])
+        nodes = {n: self.nodes[n].rebound(table, i) for i, n in enumerate(names)}
+
+        clones: dict[str, TaskInfo] = {}
+        for key, task in self.tasks.items():
+            twin = task.clone()
+            pod = self.pods[key]
+            if pod.spec.priority is not None:
+                twin.priority = pod.spec.priority
+            else:
+                twin.priority = priorities.get(pod.spec.priority_class_name, default_priority)
+            clones[key] = twin
+            node = nodes.get(task.node_name)
+            if node is not None and task.status in OCCUPYING_NODE:
+                node.tasks[key] = twin
+
+        queues = {name: QueueInfo.from_queue(q) for name, q in self.queues.items()}
+        if "default" not in queues:
+            queues["default"] = QueueInfo.default()
+
+        jobs: dict[str, JobInfo] = {}
+        for key, entry in self.jobs.items():
+            job = self._job_info(key, entry, priorities, default_priority)
+            if job is None:
+                continue
+            if job.queue not in queues:
+                log.warning("job %s names queue %r, which does not exist; skipped", key, job.queue)
+                continue
+            for task_key in entry.tasks:
+                job.add_task(clones[task_key])
+            jobs[key] = job
+        return ClusterSnapshot(
+            jobs=jobs,
+            nodes=nodes,
+            queues=queues,
+            table=table,
+            priority_classes=priorities,
+            now=now,
+        )
+
+    @staticmethod
+    def _job_info(
+        key: str, entry: _JobEntry, priorities: dict[str, int], default_priority: int
+    ) -> JobInfo | None:
+        if entry.podgroup is not None:
+            pg = entry.podgroup
+            priority = priorities.get(pg.spec.priority_class_name, default_priority)
+            return JobInfo.from_podgroup(pg, priority)
+        if not entry.lone_pod or not entry.tasks:
+            return None
+        task = next(iter(entry.tasks.values()))
+        queue = task.pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
+        priority = priorities.get(task.pod.spec.priority_class_name, default_priority)
+        if task.pod.spec.priority is not None:
+            priority = task.pod.spec.priority
+        return JobInfo(
+            uid=key,
+            name=task.name,
+            namespace=task.namespace,
+            queue=queue,
+            min_available=1,
+            priority=priority,
+            priority_class=task.pod.spec.priority_class_name,
+            phase=PodGroupPhase.INQUEUE,
+            creation=task.creation,
+        )
+
+
+def _pod_key(pod: Pod) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"

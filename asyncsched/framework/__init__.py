@@ -1,0 +1,30 @@
+"""The session framework: hooks, tiers, statements, configuration and the plugin registry."""
+
+from asyncsched.framework.arguments import ArgumentError, Arguments
+from asyncsched.framework.conf import ConfigError, SchedulerConfiguration, parse_configuration
+from asyncsched.framework.cycle import LoadedConfiguration, load_configuration, run_session
+from asyncsched.framework.hookspecs import hookimpl
+from asyncsched.framework.registry import Registry, RegistryError
+from asyncsched.framework.results import FitErrors, SessionResult
+from asyncsched.framework.session import EventHandler, GangAttempt, Session
+from asyncsched.framework.statement import Statement
+
+__all__ = [
+    "ArgumentError",
+    "Arguments",
+    "ConfigError",
+    "EventHandler",
+    "FitErrors",
+    "GangAttempt",
+    "LoadedConfiguration",
+    "Registry",
+    "RegistryError",
+    "SchedulerConfiguration",
+    "Session",
+    "SessionResult",
+    "Statement",
+    "hookimpl",
+    "load_configuration",
+    "parse_configuration",
+    "run_session",
+]

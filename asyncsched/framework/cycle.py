@@ -1,0 +1,156 @@
+"""One scheduling cycle, start to finish: build plugins, open, run actions, close.
+
+``load_configuration`` validates a whole configuration against the registry
+before anything uses it; ``run_session`` is a pure function of a snapshot and
+a loaded configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from asyncsched.api import Condition
+from asyncsched.framework.arguments import ArgumentError, Arguments
+from asyncsched.framework.conf import ConfigError, SchedulerConfiguration, parse_configuration
+from asyncsched.framework.plugin import Action, Plugin, PluginBuilder
+from asyncsched.framework.registry import Registry
+from asyncsched.framework.results import PodGroupUpdate, SessionResult, TaskUnschedulable
+from asyncsched.framework.session import Session
+from asyncsched.model import ClusterSnapshot, JobInfo, PodGroupPhase, TaskStatus
+from asyncsched.model.status import READY
+
+__all__ = [
+    "UNSCHEDULABLE",
+    "LoadedConfiguration",
+    "load_configuration",
+    "run_session",
+]
+
+log = logging.getLogger(__name__)
+
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULED = "Scheduled"
+
+
+@dataclass(frozen=True)
+class LoadedConfiguration:
+    """A configuration whose every plugin and action exists and accepted its arguments."""
+
+    configuration: SchedulerConfiguration
+    plugin_builders: tuple[tuple[str, PluginBuilder, Arguments], ...]
+    actions: tuple[Action, ...]
+
+    def build_plugins(self) -> dict[str, Plugin]:
+        return {name: build(args) for name, build, args in self.plugin_builders}
+
+
+def load_configuration(text: str, registry: Registry, source: str = "configuration") -> LoadedConfiguration:
+    """Parse and validate; raise ConfigError naming the first problem found."""
+    configuration = parse_configuration(text, source)
+    builders = []
+    for name in configuration.plugin_names():
+        builder = registry.plugins.get(name)
+        if builder is None:
+            known = ", ".join(sorted(registry.plugins))
+            raise ConfigError(f"{source}: unknown plugin {name!r} (known: {known})")
+        option = next(p for t in configuration.tiers for p in t.plugins if p.name == name)
+        args = Arguments(option.arguments, owner=f"plugin {name}")
+        try:
+            builder(args)
+        except (ArgumentError, ValueError) as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+        builders.append((name, builder, args))
+    actions = []
+    for name in configuration.actions:
+        action_builder = registry.actions.get(name)
+        if action_builder is None:
+            known = ", ".join(sorted(registry.actions))
+            raise ConfigError(f"{source}: unknown action {name!r} (known: {known})")
+        try:
+            actions.append(
+                action_builder(Arguments(configuration.action_arguments(name), f"action {name}"))
+            )
+        except (ArgumentError, ValueError) as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+    return LoadedConfiguration(configuration, tuple(builders), tuple(actions))
+
+
+def run_session(
+    snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str = ""
+) -> tuple[SessionResult, Session]:
+    """Run every configured action over the snapshot and report the decisions."""
+    ssn = Session(snapshot, loaded.configuration, loaded.build_plugins(), uid=uid)
+    for name, plugin in list(ssn.plugins.items()):
+        try:
+            plugin.on_session_open(ssn)
+        except Exception as exc:
+            ssn.plugin_failed(name, "on_session_open", exc)
+    for action in loaded.actions:
+        try:
+            action.execute(ssn)
+        except Exception as exc:
+            log.exception("action %s failed", action.name)
+            ssn.plugin_failed(f"action:{action.name}", "execute", exc)
+    for name, plugin in ssn.plugins.items():
+        try:
+            plugin.on_session_close(ssn)
+        except Exception as exc:
+            ssn.plugin_failed(name, "on_session_close", exc)
+    _report_jobs(ssn)
+    return ssn.result, ssn
+
+
+def _report_jobs(ssn: Session) -> None:
+    """PodGroup status (Volcano's jobStatus) and pending reasons for every job with a PodGroup."""
+    for job in ssn.jobs.values():
+        condition = ssn.job_conditions.get(job.uid)
+        unschedulable = condition is not None and condition.type == UNSCHEDULABLE
+        if unschedulable:
+            for task in job.tasks_in(TaskStatus.PENDING):
+                errors = ssn.fit_errors.get(task.uid)
+                message = errors.message() if errors is not None else condition.message
+                ssn.result.unschedulable.append(
+                    TaskUnschedulable(task.uid, task.namespace, task.name, job.uid, message)
+                )
+        else:
+            for task in job.tasks_in(TaskStatus.PENDING):
+                errors = ssn.fit_errors.get(task.uid)
+                if errors is not None:
+                    ssn.result.unschedulable.append(
+                        TaskUnschedulable(
+                            task.uid, task.namespace, task.name, job.uid, errors.message()
+                        )
+                    )
+        if job.podgroup is None:
+            continue
+        ssn.result.podgroups.append(_podgroup_status(job, condition))
+
+
+def _podgroup_status(job: JobInfo, condition: Condition | None) -> PodGroupUpdate:
+    running = job.count((TaskStatus.RUNNING,))
+    unschedulable = condition is not None and condition.type == UNSCHEDULABLE
+    if running and unschedulable:
+        phase = PodGroupPhase.UNKNOWN
+    elif job.count(READY) >= job.min_available:
+        phase = PodGroupPhase.RUNNING
+    elif job.phase != PodGroupPhase.INQUEUE:
+        phase = PodGroupPhase.PENDING
+    else:
+        phase = job.phase
+    conditions = tuple(
+        c for c in (job.podgroup.status.conditions if job.podgroup else []) if
+        condition is None or c.type != condition.type
+    )
+    if condition is not None:
+        conditions = (*conditions, condition)
+    return PodGroupUpdate(
+        job=job.uid,
+        namespace=job.namespace,
+        name=job.name,
+        phase=phase,
+        conditions=conditions,
+        running=running,
+        succeeded=job.count((TaskStatus.SUCCEEDED,)),
+        failed=job.count((TaskStatus.FAILED,)),
+    )

@@ -1,0 +1,191 @@
+"""The session's extension points and the rules that combine several plugins' answers.
+
+Every hook names the configuration flag that switches it per plugin (Volcano's
+``enableJobOrder`` ...; absent means on) and one combination rule. Tiers are
+visited in order; within a tier, plugins in configuration order.
+
+Rules (each is a function in :mod:`asyncsched.framework.dispatch`):
+
+- ``first_decisive``: orders. The first non-zero comparison wins; 0 = no opinion.
+- ``all_pass``: predicates. Every plugin must pass; the first failure is the reason.
+- ``all_true``: every plugin must say True (job ready, allocatable).
+- ``any_true``: one True is enough (queue overused).
+- ``tier_vote``: votes of -1 (reject), 0 (abstain), +1 (permit). A reject anywhere
+  ends it with False; a permit decides True at the end of its tier; no vote is True.
+- ``sum_scores``: node scores add up.
+- ``first_failure``: the first non-None result (job valid).
+- ``tier_all_true``: the first tier with a plugin decides; all of that tier's
+  plugins must say True (job starving).
+- ``intersect_victims``: victims proposed within a tier intersect; the first tier
+  that proposes any decides.
+- ``broadcast``: every plugin is called; results are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from asyncsched.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
+
+__all__ = [
+    "ALLOCATABLE",
+    "BATCH_NODE_ORDER",
+    "BATCH_PREDICATE",
+    "BoolArray",
+    "FloatArray",
+    "IntArray",
+    "Hook",
+    "JOB_ENQUEUEABLE",
+    "JOB_ENQUEUED",
+    "JOB_ORDER",
+    "JOB_PIPELINED",
+    "JOB_READY",
+    "JOB_STARVING",
+    "JOB_VALID",
+    "NODE_ORDER",
+    "OVERUSED",
+    "PREDICATE",
+    "PREEMPTABLE",
+    "QUEUE_ORDER",
+    "RECLAIMABLE",
+    "TASK_ORDER",
+    "ValidateResult",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+
+
+@dataclass(frozen=True)
+class ValidateResult:
+    """Why a job may not be scheduled at all this session (gang: too few valid tasks)."""
+
+    passed: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Hook(Generic[F]):
+    """An extension point: its name, the flag that enables it and how answers combine."""
+
+    name: str
+    flag: str
+    rule: str
+    doc: str
+
+
+# -- ordering ---------------------------------------------------------------
+JobOrderFn = Callable[["JobInfo", "JobInfo"], int]
+QueueOrderFn = Callable[["QueueInfo", "QueueInfo"], int]
+TaskOrderFn = Callable[["TaskInfo", "TaskInfo"], int]
+
+JOB_ORDER: Hook[JobOrderFn] = Hook(
+    "job_order", "enableJobOrder", "first_decisive",
+    "Compare two jobs: negative if the first goes first, 0 for no opinion.",
+)
+QUEUE_ORDER: Hook[QueueOrderFn] = Hook(
+    "queue_order", "enableQueueOrder", "first_decisive",
+    "Compare two queues: negative if the first is served first, 0 for no opinion.",
+)
+TASK_ORDER: Hook[TaskOrderFn] = Hook(
+    "task_order", "enableTaskOrder", "first_decisive",
+    "Compare two tasks of one job: negative if the first is placed first.",
+)
+
+# -- placement --------------------------------------------------------------
+PredicateFn = Callable[["TaskInfo", "NodeInfo"], str | None]
+BatchPredicateFn = Callable[["TaskInfo"], list[tuple[str, BoolArray]]]
+NodeOrderFn = Callable[["TaskInfo", "NodeInfo"], float]
+BatchNodeOrderFn = Callable[["TaskInfo", IntArray], FloatArray]
+
+PREDICATE: Hook[PredicateFn] = Hook(
+    "predicate", "enablePredicate", "all_pass",
+    "Can the task run on the node? None to pass, else a short reason. Must be cheap: "
+    "called for each node that passed the batch predicates and the resource fit.",
+)
+BATCH_PREDICATE: Hook[BatchPredicateFn] = Hook(
+    "batch_predicate", "enablePredicate", "all_pass",
+    "Vectorised predicate over the session's node list: a list of (reason, failed) "
+    "where failed[i] is True when node i fails for that reason. Node-static checks "
+    "(selectors, affinity, taints) belong here and may be cached per task template.",
+)
+NODE_ORDER: Hook[NodeOrderFn] = Hook(
+    "node_order", "enableNodeOrder", "sum_scores",
+    "Score one feasible node for the task; higher is better.",
+)
+BATCH_NODE_ORDER: Hook[BatchNodeOrderFn] = Hook(
+    "batch_node_order", "enableNodeOrder", "sum_scores",
+    "Score the feasible nodes (indices into the session's node list) at once.",
+)
+
+# -- gang and admission -----------------------------------------------------
+JobValidFn = Callable[["JobInfo"], ValidateResult | None]
+JobPredicateFn = Callable[["JobInfo"], bool]
+JobVoteFn = Callable[["JobInfo"], int]
+JobEventFn = Callable[["JobInfo"], None]
+
+JOB_VALID: Hook[JobValidFn] = Hook(
+    "job_valid", "", "first_failure",
+    "None or a passing result if the job may be scheduled this session.",
+)
+JOB_READY: Hook[JobPredicateFn] = Hook(
+    "job_ready", "enableJobReady", "all_true",
+    "Has the job been given enough to bind (its gang is complete)?",
+)
+JOB_PIPELINED: Hook[JobVoteFn] = Hook(
+    "job_pipelined", "enableJobPipelined", "tier_vote",
+    "Vote whether a job's allocations + pipelined tasks are worth keeping.",
+)
+JOB_ENQUEUEABLE: Hook[JobVoteFn] = Hook(
+    "job_enqueueable", "enableJobEnqueued", "tier_vote",
+    "Vote whether a Pending job may move to Inqueue.",
+)
+JOB_ENQUEUED: Hook[JobEventFn] = Hook(
+    "job_enqueued", "enableJobEnqueued", "broadcast",
+    "Told when a job moved to Inqueue, so plugins can account for it.",
+)
+JOB_STARVING: Hook[JobPredicateFn] = Hook(
+    "job_starving", "enableJobStarving", "tier_all_true",
+    "Does the job still want resources (for preempt and reclaim)?",
+)
+
+# -- queues -----------------------------------------------------------------
+QueuePredicateFn = Callable[["QueueInfo"], bool]
+AllocatableFn = Callable[["QueueInfo", "TaskInfo"], bool]
+
+OVERUSED: Hook[QueuePredicateFn] = Hook(
+    "overused", "enabledOverused", "any_true",
+    "Has the queue used up what it deserves?",
+)
+ALLOCATABLE: Hook[AllocatableFn] = Hook(
+    "allocatable", "enabledAllocatable", "all_true",
+    "May the queue take this task now?",
+)
+
+# -- victims ----------------------------------------------------------------
+VictimsFn = Callable[["TaskInfo", list["TaskInfo"]], list["TaskInfo"]]
+
+PREEMPTABLE: Hook[VictimsFn] = Hook(
+    "preemptable", "enablePreemptable", "intersect_victims",
+    "Of these running tasks, which may the preemptor evict?",
+)
+RECLAIMABLE: Hook[VictimsFn] = Hook(
+    "reclaimable", "enableReclaimable", "intersect_victims",
+    "Of these running tasks of other queues, which may the reclaimer evict?",
+)
+
+ALL_HOOKS: tuple[Hook[Any], ...] = (
+    JOB_ORDER, QUEUE_ORDER, TASK_ORDER, PREDICATE, BATCH_PREDICATE, NODE_ORDER,
+    BATCH_NODE_ORDER, JOB_VALID, JOB_READY, JOB_PIPELINED, JOB_ENQUEUEABLE, JOB_ENQUEUED,
+    JOB_STARVING, OVERUSED, ALLOCATABLE, PREEMPTABLE, RECLAIMABLE,
+)

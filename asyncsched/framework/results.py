@@ -1,0 +1,103 @@
+"""What a session decided, as plain data the async shell carries out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from asyncsched.api import Condition
+
+__all__ = [
+    "Bind",
+    "Eviction",
+    "FitErrors",
+    "PluginFailure",
+    "PodGroupUpdate",
+    "SessionResult",
+    "TaskUnschedulable",
+]
+
+
+@dataclass(frozen=True)
+class Bind:
+    uid: str
+    namespace: str
+    name: str
+    node: str
+
+
+@dataclass(frozen=True)
+class Eviction:
+    uid: str
+    namespace: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TaskUnschedulable:
+    """A pending pod that could not be placed: PodScheduled=False, reason Unschedulable."""
+
+    uid: str
+    namespace: str
+    name: str
+    job: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PodGroupUpdate:
+    """The status a PodGroup should have after the session."""
+
+    job: str
+    namespace: str
+    name: str
+    phase: str
+    conditions: tuple[Condition, ...]
+    running: int
+    succeeded: int
+    failed: int
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    plugin: str
+    hook: str
+    error: str
+
+
+@dataclass
+class FitErrors:
+    """Why a task fits on no node: how many nodes failed for each reason.
+
+    Rendered the way kube-scheduler does, which autoscalers and users know:
+    ``0/6 nodes are available: 2 Insufficient nvidia.com/gpu, 4 node(s) had
+    untolerated taint {gpu: true}.``
+    """
+
+    nodes: int
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def add(self, reason: str, count: int = 1) -> None:
+        if count:
+            self.reasons[reason] = self.reasons.get(reason, 0) + count
+
+    def message(self) -> str:
+        if not self.reasons:
+            return f"0/{self.nodes} nodes are available."
+        parts = sorted(f"{count} {reason}" for reason, count in self.reasons.items())
+        return f"0/{self.nodes} nodes are available: {', '.join(parts)}."
+
+    def summary(self) -> str:
+        """The reasons alone, most common first: ``Insufficient nvidia.com/gpu on 5 nodes``."""
+        ranked = sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        return ", ".join(f"{reason} on {count} node(s)" for reason, count in ranked)
+
+
+@dataclass
+class SessionResult:
+    binds: list[Bind] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    podgroups: list[PodGroupUpdate] = field(default_factory=list)
+    unschedulable: list[TaskUnschedulable] = field(default_factory=list)
+    failures: list[PluginFailure] = field(default_factory=list)
+    enqueued: list[str] = field(default_factory=list)

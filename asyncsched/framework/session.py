@@ -1,0 +1,316 @@
+"""Session: one scheduling cycle over a snapshot, with the callbacks plugins registered.
+
+The Session holds no client and does no I/O. Actions read and change the
+snapshot through Statements; what was committed ends up in a SessionResult
+that the shell carries out.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from asyncsched.api import Condition
+from asyncsched.framework import dispatch
+from asyncsched.framework.conf import PluginOption, SchedulerConfiguration
+from asyncsched.framework.hooks import (
+    ALLOCATABLE,
+    BATCH_NODE_ORDER,
+    BATCH_PREDICATE,
+    JOB_ENQUEUEABLE,
+    JOB_ENQUEUED,
+    JOB_ORDER,
+    JOB_PIPELINED,
+    JOB_READY,
+    JOB_STARVING,
+    JOB_VALID,
+    NODE_ORDER,
+    OVERUSED,
+    PREDICATE,
+    PREEMPTABLE,
+    QUEUE_ORDER,
+    RECLAIMABLE,
+    TASK_ORDER,
+    BoolArray,
+    FloatArray,
+    Hook,
+    IntArray,
+    ValidateResult,
+)
+from asyncsched.framework.plugin import Plugin
+from asyncsched.framework.results import FitErrors, PluginFailure, SessionResult
+from asyncsched.model import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo, TaskInfo
+
+__all__ = ["EventHandler", "GangAttempt", "Session"]
+
+log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class EventHandler:
+    """Told of every allocation and deallocation in the session (proportion, drf keep shares)."""
+
+    on_allocate: Callable[[TaskInfo], None] | None = None
+    on_deallocate: Callable[[TaskInfo], None] | None = None
+
+
+@dataclass
+class GangAttempt:
+    """How far allocate got with a job it had to give back: for the pending reason."""
+
+    fitted: int
+    needed: int
+    fit_errors: FitErrors | None
+
+
+class Session:
+    """The state and the combined plugin callbacks of one scheduling cycle."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        configuration: SchedulerConfiguration,
+        plugins: dict[str, Plugin],
+        uid: str = "",
+    ) -> None:
+        self.uid = uid
+        self.jobs: dict[str, JobInfo] = snapshot.jobs
+        self.nodes: dict[str, NodeInfo] = snapshot.nodes
+        self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.row)
+        self.queues: dict[str, QueueInfo] = snapshot.queues
+        self.table = snapshot.table
+        self.priority_classes = snapshot.priority_classes
+        self.now = snapshot.now
+        self.configuration = configuration
+        self.plugins = plugins
+        self.options: dict[str, PluginOption] = {
+            p.name: p for tier in configuration.tiers for p in tier.plugins
+        }
+        self.result = SessionResult()
+        self.fit_errors: dict[str, FitErrors] = {}
+        self.gang_attempts: dict[str, GangAttempt] = {}
+        self.job_conditions: dict[str, Condition] = {}
+        """The PodGroup condition a plugin set this session (gang: Unschedulable or Scheduled)."""
+        self.event_handlers: list[tuple[str, EventHandler]] = []
+        self._registered: dict[str, dict[str, Callable[..., Any]]] = {}
+        self._tiers_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        self._disabled: set[str] = set()
+        self._callers: dict[str, Callable[[str, Callable[..., Any], tuple[Any, ...]], Any]] = {}
+        if any(n.row != i for i, n in enumerate(self.node_list)):
+            raise ValueError("snapshot node table must be compact (node i in row i)")
+
+    # -- registration --------------------------------------------------------
+
+    def add(self, hook: Hook[F], plugin: str, fn: F) -> None:
+        """Register ``fn`` as ``plugin``'s answer to ``hook``."""
+        self._registered.setdefault(hook.name, {})[plugin] = fn
+        self._tiers_cache.pop(hook.name, None)
+
+    def add_event_handler(self, plugin: str, handler: EventHandler) -> None:
+        self.event_handlers.append((plugin, handler))
+
+    def has(self, hook: Hook[Any]) -> bool:
+        return any(self._tiers(hook))
+
+    def _tiers(self, hook: Hook[Any]) -> list[list[tuple[str, Callable[..., Any]]]]:
+        cached = self._tiers_cache.get(hook.name)
+        if cached is not None:
+            return cached
+        fns = self._registered.get(hook.name, {})
+        tiers = [
+            [
+                (p.name, fns[p.name])
+                for p in tier.plugins
+                if p.name in fns and p.name not in self._disabled and p.enabled(hook.flag)
+            ]
+            for tier in self.configuration.tiers
+        ]
+        tiers = [t for t in tiers if t]
+        self._tiers_cache[hook.name] = tiers
+        return tiers
+
+    def _caller(self, hook: Hook[Any]) -> Callable[[str, Callable[..., Any], tuple[Any, ...]], Any]:
+        def call(plugin: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+            try:
+                return fn(*args)
+            except Exception as exc:  # a plugin must never take the scheduler down
+                self.plugin_failed(plugin, hook.name, exc)
+                return dispatch.FAILED
+
+        return call
+
+    def plugin_failed(self, plugin: str, hook: str, exc: BaseException) -> None:
+        """Drop a plugin that raised for the rest of this session, and report it."""
+        log.error("plugin %s failed in %s: %s: %s", plugin, hook, type(exc).__name__, exc)
+        self.result.failures.append(PluginFailure(plugin, hook, f"{type(exc).__name__}: {exc}"))
+        self._disabled.add(plugin)
+        self._tiers_cache.clear()
+        self.event_handlers = [(p, h) for p, h in self.event_handlers if p != plugin]
+
+    def _call(self, hook: Hook[Any]) -> Callable[[str, Callable[..., Any], tuple[Any, ...]], Any]:
+        caller = self._callers.get(hook.name)
+        if caller is None:
+            caller = self._callers[hook.name] = self._caller(hook)
+        return caller
+
+    # -- orders --------------------------------------------------------------
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> bool:
+        """True if ``left`` should be scheduled before ``right``."""
+        decided = dispatch.first_decisive(
+            self._tiers(JOB_ORDER), self._call(JOB_ORDER), left, right
+        )
+        if decided:
+            return decided < 0
+        if left.creation != right.creation:
+            return left.creation < right.creation
+        return left.uid < right.uid
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> bool:
+        decided = dispatch.first_decisive(
+            self._tiers(QUEUE_ORDER), self._call(QUEUE_ORDER), left, right
+        )
+        if decided:
+            return decided < 0
+        if left.creation != right.creation:
+            return left.creation < right.creation
+        return left.name < right.name
+
+    def task_order(self, left: TaskInfo, right: TaskInfo) -> bool:
+        decided = dispatch.first_decisive(
+            self._tiers(TASK_ORDER), self._call(TASK_ORDER), left, right
+        )
+        if decided:
+            return decided < 0
+        if left.creation != right.creation:
+            return left.creation < right.creation
+        return left.name < right.name
+
+    def job_key(self) -> Callable[[JobInfo], Any]:
+        """A sort key that orders jobs by job_order."""
+        return functools.cmp_to_key(_as_cmp(self.job_order))
+
+    def queue_key(self) -> Callable[[QueueInfo], Any]:
+        return functools.cmp_to_key(_as_cmp(self.queue_order))
+
+    def task_key(self) -> Callable[[TaskInfo], Any]:
+        return functools.cmp_to_key(_as_cmp(self.task_order))
+
+    # -- gang and admission ----------------------------------------------------
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        result: ValidateResult | None = dispatch.first_failure(
+            self._tiers(JOB_VALID), self._call(JOB_VALID), job
+        )
+        return result
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return dispatch.all_true(self._tiers(JOB_READY), self._call(JOB_READY), job)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return dispatch.tier_vote(self._tiers(JOB_PIPELINED), self._call(JOB_PIPELINED), job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return dispatch.tier_vote(self._tiers(JOB_ENQUEUEABLE), self._call(JOB_ENQUEUEABLE), job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        dispatch.broadcast(self._tiers(JOB_ENQUEUED), self._call(JOB_ENQUEUED), job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return dispatch.tier_all_true(self._tiers(JOB_STARVING), self._call(JOB_STARVING), job)
+
+    # -- queues ----------------------------------------------------------------
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return dispatch.any_true(self._tiers(OVERUSED), self._call(OVERUSED), queue)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return dispatch.all_true(self._tiers(ALLOCATABLE), self._call(ALLOCATABLE), queue, task)
+
+    # -- placement ---------------------------------------------------------------
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> str | None:
+        """None if every per-node predicate passes, else the first failure's reason."""
+        return dispatch.all_pass(self._tiers(PREDICATE), self._call(PREDICATE), task, node)
+
+    def batch_predicate(self, task: TaskInfo) -> list[tuple[str, BoolArray]]:
+        """Every batch predicate's failures over the node list, in tier order."""
+        failures: list[tuple[str, BoolArray]] = []
+        call = self._call(BATCH_PREDICATE)
+        for tier in self._tiers(BATCH_PREDICATE):
+            for plugin, fn in tier:
+                found = call(plugin, fn, (task,))
+                if found is not dispatch.FAILED:
+                    failures.extend(found)
+        return failures
+
+    def node_scores(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
+        """Total score of each candidate node (indices into node_list)."""
+        scores: FloatArray = np.zeros(len(candidates), dtype=np.float64)
+        call = self._call(BATCH_NODE_ORDER)
+        for tier in self._tiers(BATCH_NODE_ORDER):
+            for plugin, fn in tier:
+                found = call(plugin, fn, (task, candidates))
+                if found is not dispatch.FAILED:
+                    scores += found
+        per_node = self._tiers(NODE_ORDER)
+        if per_node:
+            single = self._call(NODE_ORDER)
+            for k, i in enumerate(candidates):
+                scores[k] += dispatch.sum_scores(per_node, single, task, self.node_list[i])
+        return scores
+
+    # -- victims -----------------------------------------------------------------
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        return dispatch.intersect_victims(
+            self._tiers(PREEMPTABLE), self._call(PREEMPTABLE), preemptor, preemptees
+        )
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        return dispatch.intersect_victims(
+            self._tiers(RECLAIMABLE), self._call(RECLAIMABLE), reclaimer, reclaimees
+        )
+
+    # -- events ------------------------------------------------------------------
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        for plugin, handler in list(self.event_handlers):
+            if handler.on_allocate is not None:
+                try:
+                    handler.on_allocate(task)
+                except Exception as exc:
+                    self.plugin_failed(plugin, "on_allocate", exc)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for plugin, handler in list(self.event_handlers):
+            if handler.on_deallocate is not None:
+                try:
+                    handler.on_deallocate(task)
+                except Exception as exc:
+                    self.plugin_failed(plugin, "on_deallocate", exc)
+
+    # -- lookups -----------------------------------------------------------------
+
+    def queue_of(self, job: JobInfo) -> QueueInfo | None:
+        return self.queues.get(job.queue)
+
+    def job_of(self, task: TaskInfo) -> JobInfo:
+        return self.jobs[task.job]
+
+
+def _as_cmp(before: Callable[[Any, Any], bool]) -> Callable[[Any, Any], int]:
+    def cmp(left: Any, right: Any) -> int:
+        if before(left, right):
+            return -1
+        if before(right, left):
+            return 1
+        return 0
+
+    return cmp

@@ -1,0 +1,101 @@
+"""Statement: tentative decisions inside a session, committed together or undone.
+
+Allocate, pipeline and evict change the session's picture at once (so the
+next task sees the node as used) and are logged; ``discard`` undoes them in
+reverse order, ``commit`` turns them into binds and evictions for the shell.
+This is how a gang is tried and backed out.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from asyncsched.framework.results import Bind, Eviction
+from asyncsched.framework.session import Session
+from asyncsched.model import NodeInfo, TaskInfo, TaskStatus
+
+__all__ = ["Statement"]
+
+
+class _Op(enum.Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
+
+
+@dataclass
+class _Operation:
+    op: _Op
+    task: TaskInfo
+    node: NodeInfo
+    previous: TaskStatus
+    reason: str = ""
+
+
+class Statement:
+    """An operation log over one session."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.operations: list[_Operation] = []
+
+    def __len__(self) -> int:
+        return len(self.operations)
+
+    def _move(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+        node.remove_task(task)
+        self.ssn.jobs[task.job].update_task_status(task, status)
+        task.node_name = node.name
+        node.add_task(task)
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Place a pending task on a node with room for it now."""
+        self.operations.append(_Operation(_Op.ALLOCATE, task, node, task.status))
+        self._move(task, node, TaskStatus.ALLOCATED)
+        self.ssn.fire_allocate(task)
+
+    def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Promise a task the room that releasing tasks on the node will free."""
+        self.operations.append(_Operation(_Op.PIPELINE, task, node, task.status))
+        self._move(task, node, TaskStatus.PIPELINED)
+        self.ssn.fire_allocate(task)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Mark a running task for eviction; its resources become releasing."""
+        node = self.ssn.nodes[task.node_name]
+        self.operations.append(_Operation(_Op.EVICT, task, node, task.status, reason))
+        self._move(task, node, TaskStatus.RELEASING)
+        self.ssn.fire_deallocate(task)
+
+    def discard(self) -> None:
+        """Undo every operation, newest first."""
+        for op in reversed(self.operations):
+            task, node = op.task, op.node
+            node.remove_task(task)
+            self.ssn.jobs[task.job].update_task_status(task, op.previous)
+            if op.op is _Op.EVICT:
+                node.add_task(task)
+                self.ssn.fire_allocate(task)
+            else:
+                task.node_name = ""
+                self.ssn.fire_deallocate(task)
+        self.operations.clear()
+
+    def commit(self) -> None:
+        """Turn allocations into binds and evictions into Eviction requests.
+
+        Pipelined tasks stay promised for this session only; a later session
+        allocates them once the room is really free.
+        """
+        result = self.ssn.result
+        for op in self.operations:
+            task = op.task
+            if op.op is _Op.ALLOCATE:
+                op.node.remove_task(task)
+                self.ssn.jobs[task.job].update_task_status(task, TaskStatus.BINDING)
+                op.node.add_task(task)
+                result.binds.append(Bind(task.uid, task.namespace, task.name, op.node.name))
+            elif op.op is _Op.EVICT:
+                result.evictions.append(Eviction(task.uid, task.namespace, task.name, op.reason))
+        self.operations.clear()

@@ -1,0 +1,185 @@
+"""JobInfo: a gang of tasks that share a PodGroup (or a lone pod that is its own job)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from asyncsched.api import PodGroup
+from asyncsched.model.resource import Resource
+from asyncsched.model.status import ALLOCATED, READY, TaskStatus
+from asyncsched.model.task import TaskInfo
+from asyncsched.model.timestamps import parse_timestamp
+
+__all__ = ["JobInfo", "PodGroupPhase"]
+
+
+class PodGroupPhase:
+    """PodGroup phases as Volcano writes them."""
+
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+class JobInfo:
+    """A job's tasks indexed by status, and the gang rules that come from its PodGroup."""
+
+    __slots__ = (
+        "allocated",
+        "by_status",
+        "creation",
+        "min_available",
+        "min_resources",
+        "min_task_member",
+        "name",
+        "namespace",
+        "network_topology",
+        "phase",
+        "podgroup",
+        "priority",
+        "priority_class",
+        "queue",
+        "tasks",
+        "uid",
+    )
+
+    def __init__(
+        self,
+        *,
+        uid: str,
+        name: str,
+        namespace: str,
+        queue: str = "default",
+        min_available: int = 1,
+        min_task_member: dict[str, int] | None = None,
+        min_resources: Resource | None = None,
+        priority: int = 0,
+        priority_class: str = "",
+        phase: str = PodGroupPhase.PENDING,
+        creation: float = 0.0,
+        podgroup: PodGroup | None = None,
+    ) -> None:
+        self.uid = uid
+        self.name = name
+        self.namespace = namespace
+        self.queue = queue
+        self.min_available = min_available
+        self.min_task_member = dict(min_task_member or {})
+        self.min_resources = min_resources
+        self.priority = priority
+        self.priority_class = priority_class
+        self.phase = phase
+        self.creation = creation
+        self.podgroup = podgroup
+        self.network_topology = podgroup.spec.network_topology if podgroup else None
+        self.tasks: dict[str, TaskInfo] = {}
+        self.by_status: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        self.allocated = Resource()
+
+    @classmethod
+    def from_podgroup(cls, podgroup: PodGroup, priority: int) -> JobInfo:
+        meta = podgroup.metadata
+        spec = podgroup.spec
+        return cls(
+            uid=f"{meta.namespace}/{meta.name}",
+            name=meta.name,
+            namespace=meta.namespace,
+            queue=spec.queue or "default",
+            min_available=spec.min_member,
+            min_task_member=spec.min_task_member,
+            min_resources=(
+                Resource.from_quantities(spec.min_resources) if spec.min_resources else None
+            ),
+            priority=priority,
+            priority_class=spec.priority_class_name,
+            phase=podgroup.status.phase or PodGroupPhase.PENDING,
+            creation=parse_timestamp(meta.creation_timestamp),
+            podgroup=podgroup,
+        )
+
+    # -- membership --------------------------------------------------------
+
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.by_status.setdefault(task.status, {})[task.uid] = task
+        if task.status in ALLOCATED:
+            self.allocated = self.allocated + task.resreq
+
+    def remove_task(self, task: TaskInfo) -> None:
+        existing = self.tasks.pop(task.uid, None)
+        if existing is None:
+            return
+        self.by_status.get(existing.status, {}).pop(existing.uid, None)
+        if existing.status in ALLOCATED:
+            self.allocated = self.allocated - existing.resreq
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task to a new status, keeping the index and allocated total true."""
+        self.remove_task(task)
+        task.status = status
+        self.add_task(task)
+
+    def clone_empty(self) -> JobInfo:
+        """A copy with the same gang rules and no tasks (the snapshot re-adds cloned tasks)."""
+        twin = JobInfo.__new__(JobInfo)
+        for slot in JobInfo.__slots__:
+            setattr(twin, slot, getattr(self, slot))
+        twin.min_task_member = dict(self.min_task_member)
+        twin.tasks = {}
+        twin.by_status = {}
+        twin.allocated = Resource()
+        return twin
+
+    # -- counting ----------------------------------------------------------
+
+    def tasks_in(self, *statuses: TaskStatus) -> list[TaskInfo]:
+        found: list[TaskInfo] = []
+        for status in statuses:
+            found.extend(self.by_status.get(status, {}).values())
+        return found
+
+    def count(self, statuses: Iterable[TaskStatus]) -> int:
+        return sum(len(self.by_status.get(s, ())) for s in statuses)
+
+    def ready_task_num(self) -> int:
+        return self.count(READY)
+
+    def waiting_task_num(self) -> int:
+        return len(self.by_status.get(TaskStatus.PIPELINED, ()))
+
+    def valid_task_num(self) -> int:
+        """Tasks that can still count toward the gang: all but Failed, Releasing and Unknown."""
+        return self.count(READY | {TaskStatus.PENDING, TaskStatus.PIPELINED})
+
+    def pending_tasks(self) -> list[TaskInfo]:
+        return list(self.by_status.get(TaskStatus.PENDING, {}).values())
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() >= self.min_available
+
+    def is_pending(self) -> bool:
+        """Volcano holds a job back from allocate until enqueue admits it."""
+        return self.phase == PodGroupPhase.PENDING
+
+    def total_request(self) -> Resource:
+        total = Resource()
+        for task in self.tasks.values():
+            total = total + task.resreq
+        return total
+
+    def role_counts(self, statuses: Iterable[TaskStatus]) -> dict[str, int]:
+        wanted = frozenset(statuses)
+        counts: dict[str, int] = {}
+        for task in self.tasks.values():
+            if task.status in wanted:
+                counts[task.role] = counts.get(task.role, 0) + 1
+        return counts
+
+    @property
+    def key(self) -> str:
+        return self.uid
+
+    def __repr__(self) -> str:
+        return f"Job({self.uid}, queue={self.queue}, min={self.min_available}, tasks={len(self.tasks)})"

@@ -1,0 +1,141 @@
+"""NodeInfo: a node's labels, taints and tasks; its resource books live in a NodeTable row."""
+
+from __future__ import annotations
+
+from asyncsched.api import Node
+from asyncsched.api.core import Taint
+from asyncsched.api.quantity import to_units
+from asyncsched.model.node_table import DEFAULT_MAX_PODS, NodeTable, Vector
+from asyncsched.model.resource import PODS, Resource
+from asyncsched.model.status import OCCUPYING_NODE, TaskStatus
+from asyncsched.model.task import TaskInfo
+
+__all__ = ["NodeInfo", "node_allocatable"]
+
+
+def node_allocatable(node: Node) -> tuple[Resource, int]:
+    """(allocatable without pods, max pods) of a Node; capacity stands in when allocatable is absent."""
+    source = dict(node.status.allocatable or node.status.capacity)
+    pods_quantity = source.pop(PODS, None)
+    max_pods = to_units(PODS, pods_quantity) if pods_quantity is not None else DEFAULT_MAX_PODS
+    return Resource.from_quantities(source), max_pods
+
+
+class NodeInfo:
+    """A node as the scheduler sees it.
+
+    The amounts (idle, used, releasing, pipelined) are read from and written to
+    the node's row in the shared NodeTable, so vectorised fit and score see
+    exactly what per-node code sees.
+    """
+
+    __slots__ = (
+        "labels",
+        "max_pods",
+        "name",
+        "node",
+        "ready",
+        "row",
+        "table",
+        "taints",
+        "tasks",
+        "unschedulable",
+    )
+
+    def __init__(self, node: Node, table: NodeTable) -> None:
+        allocatable, max_pods = node_allocatable(node)
+        self.name = node.metadata.name
+        self.node = node
+        self.labels = node.metadata.labels
+        self.taints: list[Taint] = node.spec.taints
+        self.unschedulable = node.spec.unschedulable
+        self.ready = _is_ready(node)
+        self.max_pods = max_pods
+        self.table = table
+        self.row = table.add_row(allocatable, max_pods)
+        self.tasks: dict[str, TaskInfo] = {}
+
+    def update(self, node: Node) -> None:
+        """Take a newer version of the Node object, keeping the tasks on it."""
+        allocatable, max_pods = node_allocatable(node)
+        self.node = node
+        self.labels = node.metadata.labels
+        self.taints = node.spec.taints
+        self.unschedulable = node.spec.unschedulable
+        self.ready = _is_ready(node)
+        self.max_pods = max_pods
+        self.table.set_allocatable(self.row, allocatable, max_pods)
+
+    def rebound(self, table: NodeTable, row: int) -> NodeInfo:
+        """A copy of this node whose books are row ``row`` of ``table`` (a snapshot's), without tasks."""
+        twin = NodeInfo.__new__(NodeInfo)
+        for slot in NodeInfo.__slots__:
+            setattr(twin, slot, getattr(self, slot))
+        twin.table = table
+        twin.row = row
+        twin.tasks = {}
+        return twin
+
+    # -- amounts -----------------------------------------------------------
+
+    @property
+    def allocatable(self) -> Resource:
+        return self.table.resource(self.table.allocatable[self.row])
+
+    @property
+    def idle(self) -> Resource:
+        return self.table.resource(self.table.idle[self.row])
+
+    @property
+    def used(self) -> Resource:
+        return self.table.resource(self.table.allocatable[self.row] - self.table.idle[self.row])
+
+    @property
+    def releasing(self) -> Resource:
+        return self.table.resource(self.table.releasing[self.row])
+
+    @property
+    def pipelined(self) -> Resource:
+        return self.table.resource(self.table.pipelined[self.row])
+
+    @property
+    def future_idle(self) -> Resource:
+        return self.table.resource(self.table.future_idle(self.row))
+
+    @property
+    def pod_count(self) -> int:
+        return int(self.table.allocatable[self.row, 0] - self.table.idle[self.row, 0])
+
+    # -- tasks -------------------------------------------------------------
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Book a task on this node according to its status (Volcano's NodeInfo.AddTask)."""
+        if task.status not in OCCUPYING_NODE or task.uid in self.tasks:
+            return
+        self._book(task, self.table.vector(task.resreq), +1)
+        self.tasks[task.uid] = task
+
+    def remove_task(self, task: TaskInfo) -> None:
+        booked = self.tasks.pop(task.uid, None)
+        if booked is None:
+            return
+        self._book(booked, self.table.vector(booked.resreq), -1)
+
+    def _book(self, task: TaskInfo, vec: Vector, sign: int) -> None:
+        row = self.row
+        if task.status is TaskStatus.PIPELINED:
+            self.table.pipelined[row] += sign * vec
+            return
+        self.table.idle[row] -= sign * vec
+        if task.status is TaskStatus.RELEASING:
+            self.table.releasing[row] += sign * vec
+
+    def __repr__(self) -> str:
+        return f"Node({self.name}, idle={self.idle})"
+
+
+def _is_ready(node: Node) -> bool:
+    for condition in node.status.conditions:
+        if condition.type == "Ready":
+            return condition.status == "True"
+    return True

@@ -1,0 +1,160 @@
+"""Node resources as contiguous arrays: one row per node, one column per resource.
+
+"Which nodes fit this task, and which is best" is the hot path; keeping every
+node's idle, releasing and pipelined amounts in (nodes x dimensions) int64
+arrays makes fit and score one pass over memory. Column 0 is always ``pods``,
+so the pod-count limit is checked by the same comparison as cpu and memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from asyncsched.model.resource import PODS, Resource
+
+__all__ = ["DEFAULT_MAX_PODS", "NodeTable", "Vector"]
+
+Vector = npt.NDArray[np.int64]
+DEFAULT_MAX_PODS = 110
+
+
+class NodeTable:
+    """Per-node resource accounting in shared arrays.
+
+    ``idle`` = allocatable - used; ``future_idle`` = idle + releasing - pipelined,
+    as Volcano defines them.
+    """
+
+    __slots__ = (
+        "_free_rows",
+        "_vector_cache",
+        "allocatable",
+        "dimensions",
+        "idle",
+        "index",
+        "pipelined",
+        "releasing",
+        "size",
+    )
+
+    def __init__(self, dimensions: tuple[str, ...] = (PODS,), capacity: int = 16) -> None:
+        if not dimensions or dimensions[0] != PODS:
+            dimensions = (PODS, *[d for d in dimensions if d != PODS])
+        self.dimensions: list[str] = list(dimensions)
+        self.index: dict[str, int] = {name: i for i, name in enumerate(self.dimensions)}
+        shape = (max(capacity, 1), len(self.dimensions))
+        self.allocatable: Vector = np.zeros(shape, dtype=np.int64)
+        self.idle: Vector = np.zeros(shape, dtype=np.int64)
+        self.releasing: Vector = np.zeros(shape, dtype=np.int64)
+        self.pipelined: Vector = np.zeros(shape, dtype=np.int64)
+        self.size = 0
+        self._free_rows: list[int] = []
+        self._vector_cache: dict[Resource, Vector] = {}
+
+    # -- shape -------------------------------------------------------------
+
+    def ensure_dimensions(self, names: frozenset[str] | set[str]) -> None:
+        missing = sorted(n for n in names if n not in self.index)
+        if not missing:
+            return
+        for name in missing:
+            self.index[name] = len(self.dimensions)
+            self.dimensions.append(name)
+        extra = len(missing)
+        for attr in ("allocatable", "idle", "releasing", "pipelined"):
+            old = getattr(self, attr)
+            grown = np.zeros((old.shape[0], old.shape[1] + extra), dtype=np.int64)
+            grown[:, : old.shape[1]] = old
+            setattr(self, attr, grown)
+        self._vector_cache.clear()
+
+    def add_row(self, allocatable: Resource, max_pods: int) -> int:
+        self.ensure_dimensions(allocatable.names())
+        if self._free_rows:
+            row = self._free_rows.pop()
+        else:
+            row = self.size
+            if row >= self.allocatable.shape[0]:
+                self._grow_rows()
+            self.size += 1
+        vec = self.vector(allocatable, pods=max_pods)
+        self.allocatable[row] = vec
+        self.idle[row] = vec
+        self.releasing[row] = 0
+        self.pipelined[row] = 0
+        return row
+
+    def set_allocatable(self, row: int, allocatable: Resource, max_pods: int) -> None:
+        """Change a node's allocatable, keeping what its tasks use."""
+        self.ensure_dimensions(allocatable.names())
+        used = self.allocatable[row] - self.idle[row]
+        self.allocatable[row] = self.vector(allocatable, pods=max_pods)
+        self.idle[row] = self.allocatable[row] - used
+
+    def remove_row(self, row: int) -> None:
+        for arr in (self.allocatable, self.idle, self.releasing, self.pipelined):
+            arr[row] = 0
+        self._free_rows.append(row)
+
+    def _grow_rows(self) -> None:
+        for attr in ("allocatable", "idle", "releasing", "pipelined"):
+            old = getattr(self, attr)
+            grown = np.zeros((old.shape[0] * 2, old.shape[1]), dtype=np.int64)
+            grown[: old.shape[0]] = old
+            setattr(self, attr, grown)
+
+    def copy(self) -> NodeTable:
+        clone = NodeTable.__new__(NodeTable)
+        clone.dimensions = list(self.dimensions)
+        clone.index = dict(self.index)
+        clone.allocatable = self.allocatable.copy()
+        clone.idle = self.idle.copy()
+        clone.releasing = self.releasing.copy()
+        clone.pipelined = self.pipelined.copy()
+        clone.size = self.size
+        clone._free_rows = list(self._free_rows)
+        clone._vector_cache = dict(self._vector_cache)
+        return clone
+
+    def compact(self, rows: list[int]) -> NodeTable:
+        """A copy holding only ``rows``, renumbered 0..len(rows)-1 in the order given."""
+        clone = NodeTable.__new__(NodeTable)
+        clone.dimensions = list(self.dimensions)
+        clone.index = dict(self.index)
+        picked = np.asarray(rows, dtype=np.intp)
+        clone.allocatable = self.allocatable[picked]
+        clone.idle = self.idle[picked]
+        clone.releasing = self.releasing[picked]
+        clone.pipelined = self.pipelined[picked]
+        clone.size = len(rows)
+        clone._free_rows = []
+        clone._vector_cache = dict(self._vector_cache)
+        return clone
+
+    # -- vectors -----------------------------------------------------------
+
+    def vector(self, resource: Resource, pods: int = 1) -> Vector:
+        """The row vector of a request (a task counts one pod), cached per distinct request."""
+        if pods == 1:
+            cached = self._vector_cache.get(resource)
+            if cached is not None:
+                return cached
+        self.ensure_dimensions(resource.names())
+        vec = np.zeros(len(self.dimensions), dtype=np.int64)
+        for name, value in resource.items():
+            vec[self.index[name]] = value
+        vec[0] = pods
+        if pods == 1:
+            vec.setflags(write=False)
+            self._vector_cache[resource] = vec
+        return vec
+
+    def resource(self, vec: Vector) -> Resource:
+        """The Resource of a row vector, without the pod count."""
+        return Resource({n: int(vec[i]) for i, n in enumerate(self.dimensions) if i and vec[i]})
+
+    # -- accounting --------------------------------------------------------
+
+    def future_idle(self, row: int) -> Vector:
+        return self.idle[row] + self.releasing[row] - self.pipelined[row]

@@ -1,0 +1,91 @@
+"""QueueInfo: a Volcano Queue as the scheduler sees it."""
+
+from __future__ import annotations
+
+from asyncsched.api import Queue
+from asyncsched.model.resource import Resource
+from asyncsched.model.timestamps import parse_timestamp
+
+__all__ = ["QueueInfo", "QueueState"]
+
+
+class QueueState:
+    OPEN = "Open"
+    CLOSED = "Closed"
+    CLOSING = "Closing"
+
+
+class QueueInfo:
+    """Weight, limits and hierarchy of a queue. Immutable during a session."""
+
+    __slots__ = (
+        "capability",
+        "creation",
+        "deserved",
+        "guarantee",
+        "name",
+        "parent",
+        "priority",
+        "queue",
+        "reclaimable",
+        "state",
+        "uid",
+        "weight",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        weight: int = 1,
+        capability: Resource | None = None,
+        deserved: Resource | None = None,
+        guarantee: Resource | None = None,
+        reclaimable: bool = True,
+        parent: str = "",
+        priority: int = 0,
+        state: str = QueueState.OPEN,
+        creation: float = 0.0,
+        queue: Queue | None = None,
+    ) -> None:
+        self.uid = name
+        self.name = name
+        self.weight = max(weight, 1)
+        self.capability = capability
+        self.deserved = deserved
+        self.guarantee = guarantee
+        self.reclaimable = reclaimable
+        self.parent = parent
+        self.priority = priority
+        self.state = state
+        self.creation = creation
+        self.queue = queue
+
+    @classmethod
+    def from_queue(cls, queue: Queue) -> QueueInfo:
+        spec = queue.spec
+        guarantee_list = spec.guarantee.get("resource") if spec.guarantee else None
+        return cls(
+            name=queue.metadata.name,
+            weight=spec.weight,
+            capability=Resource.from_quantities(spec.capability) if spec.capability else None,
+            deserved=Resource.from_quantities(spec.deserved) if spec.deserved else None,
+            guarantee=Resource.from_quantities(guarantee_list) if guarantee_list else None,
+            reclaimable=spec.reclaimable if spec.reclaimable is not None else True,
+            parent=spec.parent,
+            priority=spec.priority,
+            state=queue.status.state or QueueState.OPEN,
+            creation=parse_timestamp(queue.metadata.creation_timestamp),
+            queue=queue,
+        )
+
+    @classmethod
+    def default(cls) -> QueueInfo:
+        """The ``default`` queue Volcano always has, used when none was declared."""
+        return cls(name="default", weight=1)
+
+    def is_open(self) -> bool:
+        return self.state == QueueState.OPEN
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name}, weight={self.weight})"

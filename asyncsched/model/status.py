@@ -1,0 +1,50 @@
+"""Task statuses, as Volcano defines them, and the groupings the scheduler counts by."""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["ALLOCATED", "OCCUPYING_NODE", "READY", "TaskStatus", "status_of_pod"]
+
+
+class TaskStatus(enum.Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    """Placed in this session; lives only inside a session."""
+    PIPELINED = "Pipelined"
+    """Promised resources that are being released; lives only inside a session."""
+    BINDING = "Binding"
+    """Bind sent, answer not yet seen; held in the cache so no node is double-booked."""
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+ALLOCATED = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
+)
+"""Statuses whose resources count against the job's queue (Volcano's AllocatedStatus)."""
+
+READY = ALLOCATED | {TaskStatus.SUCCEEDED}
+"""Statuses that count toward a gang's minMember (Volcano's ReadyTaskNum)."""
+
+OCCUPYING_NODE = ALLOCATED | {TaskStatus.RELEASING, TaskStatus.PIPELINED, TaskStatus.UNKNOWN}
+"""Statuses of tasks that sit on a node's books."""
+
+
+def status_of_pod(phase: str, node_name: str, deleting: bool) -> TaskStatus:
+    """Map a pod's phase to a task status the way Volcano's cache does."""
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if node_name else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN

@@ -1,0 +1,119 @@
+"""TaskInfo: one pod as the scheduler sees it."""
+
+from __future__ import annotations
+
+from asyncsched.api import Pod
+from asyncsched.model.resource import Resource
+from asyncsched.model.status import TaskStatus, status_of_pod
+from asyncsched.model.timestamps import parse_timestamp
+
+__all__ = ["PREEMPTABLE_ANNOTATION", "TASK_SPEC_ANNOTATION", "TaskInfo", "pod_requests"]
+
+TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
+"""Names the task (role) of a Volcano Job a pod belongs to."""
+PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+
+
+def pod_requests(pod: Pod) -> tuple[Resource, Resource]:
+    """(resreq, init_resreq) as Volcano computes them.
+
+    resreq is the sum of the containers' requests plus overhead: what the pod
+    holds while it runs. init_resreq is the larger of that sum and any single
+    init container, plus overhead: what must fit for the pod to start.
+    """
+    total = Resource()
+    for container in pod.spec.containers:
+        total = total + Resource.from_quantities(container.resources.requests)
+    init_peak = Resource()
+    for container in pod.spec.init_containers:
+        init_peak = init_peak.maximum(Resource.from_quantities(container.resources.requests))
+    overhead = Resource.from_quantities(pod.spec.overhead)
+    return total + overhead, total.maximum(init_peak) + overhead
+
+
+class TaskInfo:
+    """A pod's scheduling state. Mutable inside a session; the cache clones it for each snapshot."""
+
+    __slots__ = (
+        "best_effort",
+        "creation",
+        "init_resreq",
+        "job",
+        "name",
+        "namespace",
+        "node_name",
+        "pod",
+        "preemptable",
+        "priority",
+        "resreq",
+        "role",
+        "status",
+        "uid",
+    )
+
+    def __init__(
+        self,
+        *,
+        uid: str,
+        name: str,
+        namespace: str,
+        job: str,
+        resreq: Resource,
+        init_resreq: Resource | None = None,
+        role: str = "",
+        priority: int = 0,
+        status: TaskStatus = TaskStatus.PENDING,
+        node_name: str = "",
+        creation: float = 0.0,
+        preemptable: bool = False,
+        pod: Pod | None = None,
+    ) -> None:
+        self.uid = uid
+        self.name = name
+        self.namespace = namespace
+        self.job = job
+        self.resreq = resreq
+        self.init_resreq = init_resreq if init_resreq is not None else resreq
+        self.best_effort = self.init_resreq.is_empty()
+        self.role = role
+        self.priority = priority
+        self.status = status
+        self.node_name = node_name
+        self.creation = creation
+        self.preemptable = preemptable
+        self.pod = pod if pod is not None else Pod()
+
+    @classmethod
+    def from_pod(cls, pod: Pod, job: str, priority: int) -> TaskInfo:
+        meta = pod.metadata
+        resreq, init_resreq = pod_requests(pod)
+        return cls(
+            uid=meta.uid or f"{meta.namespace}/{meta.name}",
+            name=meta.name,
+            namespace=meta.namespace,
+            job=job,
+            resreq=resreq,
+            init_resreq=init_resreq,
+            role=meta.annotations.get(TASK_SPEC_ANNOTATION, ""),
+            priority=priority,
+            status=status_of_pod(
+                pod.status.phase, pod.spec.node_name, meta.deletion_timestamp is not None
+            ),
+            node_name=pod.spec.node_name,
+            creation=parse_timestamp(meta.creation_timestamp),
+            preemptable=meta.annotations.get(PREEMPTABLE_ANNOTATION, "") == "true",
+            pod=pod,
+        )
+
+    def clone(self) -> TaskInfo:
+        twin = TaskInfo.__new__(TaskInfo)
+        for slot in TaskInfo.__slots__:
+            setattr(twin, slot, getattr(self, slot))
+        return twin
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def __repr__(self) -> str:
+        return f"Task({self.key}, {self.status.value}, node={self.node_name or '-'})"

@@ -1,0 +1,35 @@
+"""The built-in scheduling plugins, registered through the same pluggy hook as any package."""
+
+from __future__ import annotations
+
+from asyncsched.framework import hookimpl
+from asyncsched.framework.plugin import PluginBuilder
+from asyncsched.plugins.binpack import BinpackPlugin
+from asyncsched.plugins.conformance import ConformancePlugin
+from asyncsched.plugins.drf import DrfPlugin
+from asyncsched.plugins.gang import GangPlugin
+from asyncsched.plugins.nodeorder import NodeOrderPlugin
+from asyncsched.plugins.overcommit import OvercommitPlugin
+from asyncsched.plugins.predicates import PredicatesPlugin
+from asyncsched.plugins.priority import PriorityPlugin
+from asyncsched.plugins.proportion import ProportionPlugin
+
+BUILTIN_PLUGINS: dict[str, PluginBuilder] = {
+    plugin.name: plugin
+    for plugin in (
+        PriorityPlugin,
+        GangPlugin,
+        ConformancePlugin,
+        DrfPlugin,
+        ProportionPlugin,
+        OvercommitPlugin,
+        PredicatesPlugin,
+        NodeOrderPlugin,
+        BinpackPlugin,
+    )
+}
+
+
+@hookimpl
+def asyncsched_plugins() -> dict[str, PluginBuilder]:
+    return dict(BUILTIN_PLUGINS)

@@ -1,10 +1,42 @@
-"""PLACEHOLDER: being written; replaced before commit."""
+"""Allocate: place the pending tasks of admitted jobs, whole gangs or nothing.
+
+The walk is Volcano's: take the queue first in queue order, the job first in
+job order within it, and that job's pending tasks in task order. Each task
+goes to the best node where it fits now, else is pipelined onto a node whose
+releasing resources will make room. The job's decisions live in a Statement
+until the gang is complete (``job_ready``): then they are committed as binds;
+a job that can only wait for releasing resources keeps its promises for this
+session (``job_pipelined``); anything else is undone and remembered in
+``ssn.gang_attempts`` so the pending reason can say how far it got. When
+the queue refused the tasks that were missing (``allocatable``), the gang's
+reason also says whether they would have fit any node, since a queue that
+deserves the whole cluster is refused exactly when the cluster is full.
+
+A job stops taking tasks once it is ready and goes back behind the other
+jobs of its queue, and the queue goes back into the queue ordering: queues
+and jobs take turns, so weighted queues share as their plugins order them.
+
+Not yet here: network-topology (hypernode) placement and sub-job policies,
+which Volcano routes through a separate per-hypernode search; the seam is
+``find_node``'s ``extra_failures``, which can confine a task to one hypernode.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import heapq
+import itertools
+import logging
+from collections import deque
+from typing import Any, ClassVar
 
-from asyncsched.framework import Arguments, Session
+from asyncsched.actions.placement import find_node
+from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
+from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from asyncsched.model.status import READY
+
+__all__ = ["AllocateAction"]
+
+log = logging.getLogger(__name__)
 
 
 class AllocateAction:
@@ -14,4 +46,138 @@ class AllocateAction:
         self.arguments = arguments
 
     def execute(self, ssn: Session) -> None:
-        pass
+        _Allocation(ssn).run()
+
+
+class _Allocation:
+    """The work list of one allocate run: queues, their jobs, each job's tasks."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._counter = itertools.count()
+        self._queue_key = ssn.queue_key()
+        self._job_key = ssn.job_key()
+        self.queues: list[tuple[Any, int, QueueInfo]] = []
+        self.jobs: dict[str, list[tuple[Any, int, JobInfo]]] = {}
+        self.tasks: dict[str, deque[TaskInfo]] = {}
+        self.failed_roles: dict[str, dict[str, FitErrors | None]] = {}
+        """Per job, the roles a task failed to fit this run, with that task's fit errors."""
+
+    def run(self) -> None:
+        self._collect()
+        ssn = self.ssn
+        while self.queues:
+            _, _, queue = heapq.heappop(self.queues)
+            if ssn.overused(queue):
+                log.debug("queue %s is overused", queue.name)
+                continue
+            jobs = self.jobs.get(queue.name)
+            if not jobs:
+                continue
+            _, _, job = heapq.heappop(jobs)
+            tasks = self.tasks[job.uid]
+            stmt = self._allocate_job(job, queue, tasks)
+            if stmt is not None and ssn.job_ready(job):
+                stmt.commit()
+                if tasks:
+                    self._push_job(job)
+            self._push_queue(queue)
+
+    def _collect(self) -> None:
+        ssn = self.ssn
+        enqueue_configured = "enqueue" in ssn.configuration.actions
+        task_key = ssn.task_key()
+        for job in ssn.jobs.values():
+            if job.is_pending():
+                if enqueue_configured:
+                    continue
+                job.phase = PodGroupPhase.INQUEUE
+            verdict = ssn.job_valid(job)
+            if verdict is not None and not verdict.passed:
+                log.debug("job %s not valid: %s %s", job.uid, verdict.reason, verdict.message)
+                continue
+            queue = ssn.queue_of(job)
+            if queue is None:
+                continue
+            pending = [t for t in job.pending_tasks() if not t.best_effort]
+            if not pending:
+                continue
+            pending.sort(key=task_key)
+            self.tasks[job.uid] = deque(pending)
+            if queue.name not in self.jobs:
+                self.jobs[queue.name] = []
+                self._push_queue(queue)
+            self._push_job(job)
+
+    def _push_queue(self, queue: QueueInfo) -> None:
+        heapq.heappush(self.queues, (self._queue_key(queue), next(self._counter), queue))
+
+    def _push_job(self, job: JobInfo) -> None:
+        entry = (self._job_key(job), next(self._counter), job)
+        heapq.heappush(self.jobs[job.queue], entry)
+
+    def _allocate_job(
+        self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]
+    ) -> Statement | None:
+        """Place tasks until the job is ready; the statement, or None once undone."""
+        ssn = self.ssn
+        stmt = Statement(ssn)
+        ready_before = job.ready_task_num()
+        failed_roles = self.failed_roles.setdefault(job.uid, {})
+        first_errors: FitErrors | None = None
+        refused: TaskInfo | None = None
+        while tasks:
+            task = tasks.popleft()
+            if not ssn.allocatable(queue, task):
+                log.debug("queue %s may not take task %s now", queue.name, task.key)
+                refused = refused or task
+                continue
+            if task.role and task.role in failed_roles:
+                known = failed_roles[task.role]
+                if known is not None:
+                    ssn.fit_errors[task.uid] = known
+                first_errors = first_errors or known
+                continue
+            placement = find_node(ssn, task)
+            if placement is None:
+                errors = ssn.fit_errors.get(task.uid)
+                first_errors = first_errors or errors
+                failed_roles.setdefault(task.role, errors)
+                if _need_continue(job, failed_roles):
+                    continue
+                break
+            if placement.fits_idle:
+                stmt.allocate(task, placement.node)
+            else:
+                stmt.pipeline(task, placement.node)
+            if ssn.job_ready(job):
+                break
+
+        if ssn.job_ready(job) or ssn.job_pipelined(job):
+            return stmt
+        if first_errors is None and refused is not None and find_node(ssn, refused) is None:
+            first_errors = ssn.fit_errors.get(refused.uid)
+        ssn.gang_attempts[job.uid] = GangAttempt(
+            fitted=ready_before + len(stmt), needed=job.min_available, fit_errors=first_errors
+        )
+        stmt.discard()
+        return None
+
+
+def _need_continue(job: JobInfo, failed_roles: dict[str, Any]) -> bool:
+    """After a task found no node, may the job's other tasks still make the gang?
+
+    Volcano's rule: never when every task is needed; otherwise the tasks of
+    roles that did not fail must be able to reach minAvailable, or, with
+    per-role minimums, no failed role may be short of its own minimum.
+    """
+    if job.min_available >= len(job.tasks):
+        return False
+    if job.min_available < sum(job.min_task_member.values()):
+        left = sum(1 for t in job.pending_tasks() if t.role not in failed_roles)
+        return job.ready_task_num() + left >= job.min_available
+    held: dict[str, int] = {}
+    for task in job.tasks.values():
+        if task.status in READY or (task.best_effort and task.status is TaskStatus.PENDING):
+            held[task.role] = held.get(task.role, 0) + 1
+    return all(held.get(role, 0) >= job.min_task_member.get(role, 0) for role in failed_roles)

@@ -1,10 +1,25 @@
-"""PLACEHOLDER: being written; replaced before commit."""
+"""Backfill: place BestEffort pods (no requests) that allocate leaves alone.
+
+A BestEffort pod needs no cpu or memory, only a pod slot and a node that
+passes the predicates, so it can go wherever allocate's resource accounting
+would not matter. Volcano's backfill handles only these pods (its own TODO
+for other cases is still open), walking queues, then jobs, then tasks in
+their plugin orders, and binds a job's pods once the job is ready.
+
+Not yet here: Volcano also un-pipelines BestEffort tasks some earlier action
+pipelined and retries them; allocate never pipelines BestEffort tasks, and
+Statement has no un-pipeline yet.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from asyncsched.framework import Arguments, Session
+from asyncsched.actions.placement import find_node
+from asyncsched.framework import Arguments, Session, Statement
+from asyncsched.model import JobInfo, TaskInfo
+
+__all__ = ["BackfillAction"]
 
 
 class BackfillAction:
@@ -14,4 +29,42 @@ class BackfillAction:
         self.arguments = arguments
 
     def execute(self, ssn: Session) -> None:
-        pass
+        waiting: dict[str, Statement] = {}
+        for job, task in _pending_best_effort(ssn):
+            placement = find_node(ssn, task, pipeline=False, resources=False)
+            if placement is None:
+                continue
+            stmt = waiting.pop(job.uid, None) or Statement(ssn)
+            stmt.allocate(task, placement.node)
+            if ssn.job_ready(job):
+                stmt.commit()
+            else:
+                waiting[job.uid] = stmt
+        for stmt in waiting.values():
+            stmt.discard()
+
+
+def _pending_best_effort(ssn: Session) -> list[tuple[JobInfo, TaskInfo]]:
+    """Pending BestEffort tasks of admitted, valid jobs: by queue, then job, then task order."""
+    by_queue: dict[str, list[JobInfo]] = {}
+    tasks: dict[str, list[TaskInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.is_pending():
+            continue
+        verdict = ssn.job_valid(job)
+        if verdict is not None and not verdict.passed:
+            continue
+        if ssn.queue_of(job) is None:
+            continue
+        best_effort = [t for t in job.pending_tasks() if t.best_effort]
+        if best_effort:
+            tasks[job.uid] = best_effort
+            by_queue.setdefault(job.queue, []).append(job)
+
+    ordered: list[tuple[JobInfo, TaskInfo]] = []
+    queues = sorted((ssn.queues[name] for name in by_queue), key=ssn.queue_key())
+    task_key = ssn.task_key()
+    for queue in queues:
+        for job in sorted(by_queue[queue.name], key=ssn.job_key()):
+            ordered.extend((job, task) for task in sorted(tasks[job.uid], key=task_key))
+    return ordered

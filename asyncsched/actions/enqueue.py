@@ -1,10 +1,29 @@
-"""PLACEHOLDER: being written; replaced before commit."""
+"""Enqueue: admit Pending PodGroups to Inqueue, so allocate considers them.
+
+Admission is what keeps a flood of jobs from fragmenting the cluster: a job
+whose PodGroup declares minResources only moves on when the plugins agree
+(``job_enqueueable``: proportion, capacity, overcommit...) that the room for
+its whole gang is there. A job without minResources is admitted at once.
+
+As Volcano does, queues take turns: one job from the queue first in queue
+order, then that queue goes back into the ordering, so every queue's head
+job is considered before a queue's second job. Volcano does not consult
+``overused`` here; the plugins' enqueueable votes carry the queue limits.
+Unlike Volcano, a queue that is not Open admits nothing (Volcano leaves that
+to the proportion and capacity votes, which a job without minResources never
+reaches, so its PodGroup would turn Inqueue in a closed queue).
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import heapq
+import itertools
+from typing import Any, ClassVar
 
 from asyncsched.framework import Arguments, Session
+from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo
+
+__all__ = ["EnqueueAction"]
 
 
 class EnqueueAction:
@@ -14,4 +33,28 @@ class EnqueueAction:
         self.arguments = arguments
 
     def execute(self, ssn: Session) -> None:
-        pass
+        queue_key, job_key = ssn.queue_key(), ssn.job_key()
+        counter = itertools.count()
+        queues: list[tuple[Any, int, QueueInfo]] = []
+        pending: dict[str, list[tuple[Any, int, JobInfo]]] = {}
+        for job in ssn.jobs.values():
+            queue = ssn.queue_of(job)
+            if queue is None:
+                continue
+            if queue.name not in pending:
+                pending[queue.name] = []
+                heapq.heappush(queues, (queue_key(queue), next(counter), queue))
+            if job.is_pending():
+                heapq.heappush(pending[queue.name], (job_key(job), next(counter), job))
+
+        while queues:
+            _, _, queue = heapq.heappop(queues)
+            jobs = pending[queue.name]
+            if not jobs:
+                continue
+            _, _, job = heapq.heappop(jobs)
+            if queue.is_open() and (job.min_resources is None or ssn.job_enqueueable(job)):
+                ssn.job_enqueued(job)
+                job.phase = PodGroupPhase.INQUEUE
+                ssn.result.enqueued.append(job.uid)
+            heapq.heappush(queues, (queue_key(queue), next(counter), queue))

@@ -105,23 +105,16 @@ def _report_jobs(ssn: Session) -> None:
     """PodGroup status (Volcano's jobStatus) and pending reasons for every job with a PodGroup."""
     for job in ssn.jobs.values():
         condition = ssn.job_conditions.get(job.uid)
-        unschedulable = condition is not None and condition.type == UNSCHEDULABLE
-        if unschedulable:
-            for task in job.tasks_in(TaskStatus.PENDING):
-                errors = ssn.fit_errors.get(task.uid)
-                message = errors.message() if errors is not None else condition.message
+        gang_message = (
+            condition.message if condition is not None and condition.type == UNSCHEDULABLE else ""
+        )
+        for task in job.tasks_in(TaskStatus.PENDING):
+            errors = ssn.fit_errors.get(task.uid)
+            message = errors.message() if errors is not None else gang_message
+            if message:
                 ssn.result.unschedulable.append(
                     TaskUnschedulable(task.uid, task.namespace, task.name, job.uid, message)
                 )
-        else:
-            for task in job.tasks_in(TaskStatus.PENDING):
-                errors = ssn.fit_errors.get(task.uid)
-                if errors is not None:
-                    ssn.result.unschedulable.append(
-                        TaskUnschedulable(
-                            task.uid, task.namespace, task.name, job.uid, errors.message()
-                        )
-                    )
         if job.podgroup is None:
             continue
         ssn.result.podgroups.append(_podgroup_status(job, condition))

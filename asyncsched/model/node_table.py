@@ -157,4 +157,5 @@ class NodeTable:
     # -- accounting --------------------------------------------------------
 
     def future_idle(self, row: int) -> Vector:
-        return self.idle[row] + self.releasing[row] - self.pipelined[row]
+        future: Vector = self.idle[row] + self.releasing[row] - self.pipelined[row]
+        return future

@@ -21,4 +21,4 @@ def parse_timestamp(value: str | None) -> float:
 
 
 def format_timestamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")

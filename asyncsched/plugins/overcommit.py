@@ -1,10 +1,30 @@
-"""PLACEHOLDER: being written; replaced before commit."""
+"""overcommit: admit jobs (Pending -> Inqueue) while their minimum resources fit in
+the cluster's idle room inflated by ``overcommit-factor``.
+
+The factor lets a few more jobs wait in Inqueue than fit right now, so their
+pods exist and are ready when resources free up, without flooding the cluster
+with pods that cannot run. Jobs without minResources are always admitted.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from asyncsched.framework import Arguments, Session
+from asyncsched.framework import ArgumentError, Arguments, Session
+from asyncsched.framework.hooks import JOB_ENQUEUEABLE, JOB_ENQUEUED
+from asyncsched.model import JobInfo, Resource
+from asyncsched.plugins._resources import (
+    cluster_total,
+    cluster_used,
+    fits_where_requested,
+    job_min_resources,
+    reserved_for_job,
+)
+
+__all__ = ["DEFAULT_FACTOR", "FACTOR_ARGUMENT", "OvercommitPlugin"]
+
+FACTOR_ARGUMENT = "overcommit-factor"
+DEFAULT_FACTOR = 1.2
 
 
 class OvercommitPlugin:
@@ -12,9 +32,33 @@ class OvercommitPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        self.factor = arguments.get_float(FACTOR_ARGUMENT, DEFAULT_FACTOR)
+        if not self.factor >= 1.0:
+            raise ArgumentError(
+                f"plugin overcommit: argument {FACTOR_ARGUMENT!r} must be at least 1.0 "
+                f"(1.0 admits only what fits now), got {arguments.raw(FACTOR_ARGUMENT)!r}"
+            )
+        self.idle = Resource()
+        self.inqueue = Resource()
 
     def on_session_open(self, ssn: Session) -> None:
-        pass
+        self.idle = cluster_total(ssn).scale(self.factor) - cluster_used(ssn)
+        self.inqueue = Resource()
+        for job in ssn.jobs.values():
+            self.inqueue = self.inqueue + reserved_for_job(job, whole_minimum_when_inqueue=True)
+        ssn.add(JOB_ENQUEUEABLE, self.name, self._enqueueable)
+        ssn.add(JOB_ENQUEUED, self.name, self._enqueued)
+
+    def _enqueueable(self, job: JobInfo) -> int:
+        minimum = job_min_resources(job)
+        if minimum is None:
+            return 1
+        return -1 if fits_where_requested(self.inqueue + minimum, self.idle, minimum) else 1
+
+    def _enqueued(self, job: JobInfo) -> None:
+        minimum = job_min_resources(job)
+        if minimum is not None:
+            self.inqueue = self.inqueue + minimum
 
     def on_session_close(self, ssn: Session) -> None:
-        pass
+        """Nothing to report; the books stay readable for other plugins' close."""

@@ -1,20 +1,158 @@
-"""PLACEHOLDER: being written; replaced before commit."""
+"""predicates: which nodes a task may never use, whatever their free resources.
+
+Only the node-static checks live here: unschedulable and not-ready nodes,
+nodeSelector and required node affinity, NoSchedule/NoExecute taints. They
+depend on nothing that changes during a session, so their answer is computed
+once per equivalence class (the pod template's selector, required affinity
+and tolerations) over all nodes and shared by every task of that class.
+Resource fit and the pod-count limit are checked by the actions on the node
+table. Reasons are worded as kube-scheduler words them, because users,
+cluster-autoscaler and Karpenter read them from the pod's conditions.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+import msgspec
+import numpy as np
+
+from asyncsched.api.core import NodeSelector, PodSpec, Taint, Toleration
 from asyncsched.framework import Arguments, Session
+from asyncsched.framework.hooks import BATCH_PREDICATE, BoolArray
+from asyncsched.model import NodeInfo, TaskInfo
+from asyncsched.plugins._nodematch import NodeLabels, first_untolerated, tolerates
+
+__all__ = [
+    "NODE_AFFINITY_ENABLE",
+    "REASON_NODE_AFFINITY",
+    "REASON_NOT_READY",
+    "REASON_UNSCHEDULABLE",
+    "TAINT_TOLERATION_ENABLE",
+    "PredicatesPlugin",
+]
+
+NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
+TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
+
+# Volcano's other switches: accepted (and type-checked) so its configurations
+# load; what they switch (ports, pod affinity, volumes, DRA) is not modelled.
+_ACCEPTED_SWITCHES = (
+    "predicate.CacheEnable",
+    "predicate.NodePortsEnable",
+    "predicate.PodAffinityEnable",
+    "predicate.NodeVolumeLimitsEnable",
+    "predicate.VolumeZoneEnable",
+    "predicate.PodTopologySpreadEnable",
+    "predicate.VolumeBindingEnable",
+    "predicate.DynamicResourceAllocationEnable",
+)
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_NOT_READY = "node(s) were not ready"
+REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+
+_FILTER_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+_UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+_NOT_READY_TAINT = Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule")
+
+Failures = list[tuple[str, BoolArray]]
+
+
+def taint_reason(taint: Taint) -> str:
+    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
 
 
 class PredicatesPlugin:
+    """Filters nodes by scheduling gates, node affinity/selector and taints."""
+
     name: ClassVar[str] = "predicates"
 
     def __init__(self, arguments: Arguments) -> None:
-        self.arguments = arguments
+        self.node_affinity = arguments.get_bool(NODE_AFFINITY_ENABLE, True)
+        self.taint_toleration = arguments.get_bool(TAINT_TOLERATION_ENABLE, True)
+        for key in _ACCEPTED_SWITCHES:
+            arguments.get_bool(key, False)
 
     def on_session_open(self, ssn: Session) -> None:
-        pass
+        check = _StaticCheck(ssn.node_list, self.node_affinity, self.taint_toleration)
+        ssn.add(BATCH_PREDICATE, self.name, check.failures)
 
     def on_session_close(self, ssn: Session) -> None:
         pass
+
+
+class _StaticCheck:
+    """The session's node-static filter with its per-equivalence-class cache."""
+
+    def __init__(self, nodes: list[NodeInfo], node_affinity: bool, taints: bool) -> None:
+        self.nodes = nodes
+        self.labels = NodeLabels(nodes)
+        self.check_affinity = node_affinity
+        self.check_taints = taints
+        self.unschedulable = np.array([n.unschedulable for n in nodes], dtype=np.bool_)
+        self.not_ready = np.array([not n.ready for n in nodes], dtype=np.bool_)
+        self.tainted = [
+            (i, n.taints)
+            for i, n in enumerate(nodes)
+            if any(t.effect in _FILTER_EFFECTS for t in n.taints)
+        ]
+        self.cache: dict[bytes, Failures] = {}
+
+    def failures(self, task: TaskInfo) -> Failures:
+        spec = task.pod.spec
+        key = msgspec.json.encode((spec.node_selector, _required(spec), spec.tolerations))
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = self._evaluate(task)
+        return found
+
+    def _evaluate(self, task: TaskInfo) -> Failures:
+        """Each failing node is counted under its first reason, in kube-scheduler's filter order."""
+        size = len(self.nodes)
+        spec = task.pod.spec
+        tolerations = spec.tolerations
+        decided = np.zeros(size, dtype=np.bool_)
+        out: Failures = []
+
+        def claim(reason: str, failed: BoolArray) -> None:
+            fresh = failed & ~decided
+            if fresh.any():
+                decided[fresh] = True
+                fresh.setflags(write=False)
+                out.append((reason, fresh))
+
+        if not _tolerated(tolerations, _UNSCHEDULABLE_TAINT):
+            claim(REASON_UNSCHEDULABLE, self.unschedulable)
+        if not _tolerated(tolerations, _NOT_READY_TAINT):
+            claim(REASON_NOT_READY, self.not_ready)
+        if self.check_affinity:
+            matched = self.labels.node_selector(spec.node_selector)
+            required = _required(spec)
+            if required is not None:
+                matched &= self.labels.any_term(required.node_selector_terms)
+            claim(REASON_NODE_AFFINITY, ~matched)
+        if self.check_taints:
+            by_reason: dict[str, BoolArray] = {}
+            for i, taints in self.tainted:
+                taint = first_untolerated(taints, tolerations, _FILTER_EFFECTS)
+                if taint is not None:
+                    reason = taint_reason(taint)
+                    mask = by_reason.get(reason)
+                    if mask is None:
+                        mask = by_reason[reason] = np.zeros(size, dtype=np.bool_)
+                    mask[i] = True
+            for reason, mask in by_reason.items():
+                claim(reason, mask)
+        return out
+
+
+def _tolerated(tolerations: list[Toleration], taint: Taint) -> bool:
+    return any(tolerates(t, taint) for t in tolerations)
+
+
+def _required(spec: PodSpec) -> NodeSelector | None:
+    affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+    if affinity is None:
+        return None
+    return affinity.required_during_scheduling_ignored_during_execution

@@ -1,10 +1,111 @@
-"""PLACEHOLDER: being written; replaced before commit."""
+"""proportion: share the cluster between queues by weight, and reclaim what a queue
+holds beyond its share when another queue needs it.
+
+A queue's *deserved* amount is found by water-filling: the remaining cluster
+is split by weight among the queues still wanting more; a queue's portion is
+capped by its capability and by what its jobs request, at least its
+guarantee, and what a queue cannot use is split again among the others. So
+weights 1 and 3 on a busy cluster give a 1:3 split, but a queue asking for
+less than its portion leaves the rest to the others.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from asyncsched.framework import Arguments, Session
+from asyncsched.framework import Arguments, EventHandler, Session
+from asyncsched.framework.hooks import (
+    ALLOCATABLE,
+    JOB_ENQUEUEABLE,
+    JOB_ENQUEUED,
+    OVERUSED,
+    QUEUE_ORDER,
+    RECLAIMABLE,
+)
+from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from asyncsched.model.resource import CPU, MEMORY
+from asyncsched.plugins._resources import (
+    cluster_total,
+    dominant_share,
+    exceeded_part,
+    fits_where_requested,
+    job_min_resources,
+    reserved_for_job,
+)
+
+__all__ = ["ProportionPlugin", "QueueAttr"]
+
+
+@dataclass
+class QueueAttr:
+    """One queue's books for the session."""
+
+    name: str
+    weight: int
+    real_capability: dict[str, int]
+    """Upper bound per resource: the cluster less others' guarantees, within capability.
+    Explicit zeros matter here; a resource not listed is not bounded."""
+    guarantee: Resource = field(default_factory=Resource)
+    deserved: Resource = field(default_factory=Resource)
+    allocated: Resource = field(default_factory=Resource)
+    request: Resource = field(default_factory=Resource)
+    inqueue: Resource = field(default_factory=Resource)
+    elastic: Resource = field(default_factory=Resource)
+    share: float = 0.0
+
+    def update_share(self) -> None:
+        self.share = dominant_share(self.allocated, self.deserved)[1]
+
+
+def _within(amount: Resource, bound: dict[str, int]) -> Resource:
+    """Each resource cut to its bound; cpu and memory are always bounded (0 if not listed)."""
+    return Resource(
+        {
+            name: min(value, bound.get(name, 0))
+            if name in bound or name in (CPU, MEMORY)
+            else value
+            for name, value in amount.items()
+        }
+    )
+
+
+def _real_capability(queue: QueueInfo, total: Resource, guarantees: Resource) -> dict[str, int]:
+    guarantee = queue.guarantee or Resource()
+    base = exceeded_part(total, guarantees)
+    names = total.names() | guarantee.names()
+    bound = {n: base.get(n) + guarantee.get(n) for n in names}
+    for name, limit in (queue.capability or Resource()).items():
+        if name in bound and limit > 0:
+            bound[name] = min(bound[name], limit)
+    return bound
+
+
+def water_fill(attrs: list[QueueAttr], total: Resource) -> None:
+    """Set every queue's deserved amount (Volcano's proportion algorithm)."""
+    remaining = total
+    satisfied: set[str] = set()
+    while True:
+        hungry = [a for a in attrs if a.name not in satisfied]
+        total_weight = sum(a.weight for a in hungry)
+        if total_weight == 0:
+            break
+        before = remaining
+        increased, decreased = Resource(), Resource()
+        for attr in hungry:
+            old = attr.deserved
+            deserved = old + remaining.scale(attr.weight / total_weight)
+            deserved = _within(deserved, attr.real_capability).minimum(attr.request)
+            deserved = deserved.maximum(attr.guarantee)
+            attr.deserved = deserved
+            attr.update_share()
+            if attr.request.fits_in(deserved) or deserved == old:
+                satisfied.add(attr.name)
+            increased = increased + exceeded_part(deserved, old)
+            decreased = decreased + exceeded_part(old, deserved)
+        remaining = exceeded_part(remaining + decreased, increased)
+        if remaining.is_zero() or remaining == before:
+            break
 
 
 class ProportionPlugin:
@@ -12,9 +113,113 @@ class ProportionPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        self.queues: dict[str, QueueAttr] = {}
+
+    def deserved(self, queue: str) -> Resource:
+        attr = self.queues.get(queue)
+        return attr.deserved if attr is not None else Resource()
+
+    def _build(self, ssn: Session) -> None:
+        total = cluster_total(ssn)
+        guarantees = Resource()
+        for info in ssn.queues.values():
+            guarantees = guarantees + (info.guarantee or Resource())
+        self.queues = {}
+        for job in ssn.jobs.values():
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            attr = self.queues.get(queue.name)
+            if attr is None:
+                attr = self.queues[queue.name] = QueueAttr(
+                    name=queue.name,
+                    weight=queue.weight,
+                    real_capability=_real_capability(queue, total, guarantees),
+                    guarantee=queue.guarantee or Resource(),
+                )
+            attr.allocated = attr.allocated + job.allocated
+            attr.request = attr.request + job.allocated
+            for task in job.tasks_in(TaskStatus.PENDING):
+                attr.request = attr.request + task.resreq
+            attr.inqueue = attr.inqueue + reserved_for_job(job, whole_minimum_when_inqueue=False)
+            attr.elastic = attr.elastic + exceeded_part(
+                job.allocated, job_min_resources(job) or Resource()
+            )
+        water_fill(list(self.queues.values()), total)
 
     def on_session_open(self, ssn: Session) -> None:
-        pass
+        self._build(ssn)
+        ssn.add(QUEUE_ORDER, self.name, self._queue_order)
+        ssn.add(OVERUSED, self.name, self._overused)
+        ssn.add(ALLOCATABLE, self.name, self._allocatable)
+        ssn.add(JOB_ENQUEUEABLE, self.name, lambda job: self._enqueueable(ssn, job))
+        ssn.add(JOB_ENQUEUED, self.name, self._enqueued)
+
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+            left: dict[str, Resource] = {}
+            victims = []
+            for task in reclaimees:
+                job = ssn.jobs.get(task.job)
+                attr = self.queues.get(job.queue) if job is not None else None
+                if attr is None:
+                    continue
+                allocated = left.get(attr.name, attr.allocated)
+                if not allocated.fits_in(attr.deserved):
+                    left[attr.name] = allocated - task.resreq
+                    victims.append(task)
+            return victims
+
+        def moved(task: TaskInfo, sign: int) -> None:
+            job = ssn.jobs.get(task.job)
+            attr = self.queues.get(job.queue) if job is not None else None
+            if attr is not None:
+                change = task.resreq if sign > 0 else Resource() - task.resreq
+                attr.allocated = attr.allocated + change
+                attr.update_share()
+
+        ssn.add(RECLAIMABLE, self.name, reclaimable)
+        ssn.add_event_handler(
+            self.name, EventHandler(lambda t: moved(t, 1), lambda t: moved(t, -1))
+        )
+
+    def _queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        if left.priority != right.priority:
+            return -1 if left.priority > right.priority else 1
+        ls = self.queues[left.name].share if left.name in self.queues else 0.0
+        rs = self.queues[right.name].share if right.name in self.queues else 0.0
+        if ls == rs:
+            return 0
+        return -1 if ls < rs else 1
+
+    def _overused(self, queue: QueueInfo) -> bool:
+        attr = self.queues.get(queue.name)
+        return attr is not None and attr.deserved.fits_in(attr.allocated)
+
+    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if not queue.is_open():
+            return False
+        attr = self.queues.get(queue.name)
+        if attr is None:
+            return True
+        return not fits_where_requested(attr.allocated + task.resreq, attr.deserved, task.resreq)
+
+    def _enqueueable(self, ssn: Session, job: JobInfo) -> int:
+        queue = ssn.queues.get(job.queue)
+        if queue is None or not queue.is_open():
+            return -1
+        attr = self.queues.get(queue.name)
+        minimum = job_min_resources(job)
+        if attr is None or minimum is None:
+            return 1
+        wanted = minimum + attr.allocated + attr.inqueue - attr.elastic
+        short = fits_where_requested(wanted, Resource(attr.real_capability), minimum)
+        return -1 if short else 1
+
+    def _enqueued(self, job: JobInfo) -> None:
+        attr = self.queues.get(job.queue)
+        minimum = job_min_resources(job)
+        if attr is not None and minimum is not None:
+            attr.inqueue = attr.inqueue + minimum
 
     def on_session_close(self, ssn: Session) -> None:
-        pass
+        """Nothing to report; the books stay readable for other plugins' close."""

@@ -1,0 +1,1 @@
+"""asyncsched: a Volcano-compatible batch scheduler for Kubernetes, in Python."""

@@ -1,0 +1,98 @@
+"""The scheduler configuration file, re-read when it changes.
+
+A new file is validated whole before it replaces the one in force; on any
+error the previous configuration stays and the error is kept for the caller
+to report (log, Event, metric). Both the simulator and the kube backend poll
+this before each session, so a change applies at the next session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from asyncsched.framework import ConfigError, LoadedConfiguration, Registry, load_configuration
+from asyncsched.framework.conf import DEFAULT_CONFIGURATION
+
+__all__ = ["ConfigSource", "ReloadOutcome"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReloadOutcome:
+    """What a poll found: a new configuration, a rejected one, or nothing new."""
+
+    changed: bool
+    error: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+class ConfigSource:
+    """A configuration from a file (or the built-in default when there is none)."""
+
+    def __init__(self, registry: Registry, path: str | Path | None = None) -> None:
+        self.registry = registry
+        self.path = Path(path) if path is not None else None
+        self._stamp: tuple[int, int] | None = None
+        self._digest = ""
+        self.reloads = 0
+        self.rejections = 0
+        if self.path is None:
+            self.current = load_configuration(DEFAULT_CONFIGURATION, registry, "built-in default")
+            return
+        text = self._read()
+        self.current = load_configuration(text, registry, str(self.path))
+        self._digest = hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def name(self) -> str:
+        return str(self.path) if self.path is not None else "built-in default"
+
+    def _read(self) -> str:
+        assert self.path is not None
+        try:
+            stat = self.path.stat()
+            text = self.path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        self._stamp = (stat.st_mtime_ns, stat.st_size)
+        return text
+
+    def poll(self) -> ReloadOutcome:
+        """Re-read the file if it changed on disk; keep the last good configuration on error."""
+        if self.path is None:
+            return ReloadOutcome(changed=False)
+        try:
+            stat = self.path.stat()
+        except OSError as exc:
+            return self._reject(f"{self.path}: cannot read: {exc.strerror or exc}")
+        if (stat.st_mtime_ns, stat.st_size) == self._stamp:
+            return ReloadOutcome(changed=False)
+        try:
+            text = self._read()
+        except ConfigError as exc:
+            return self._reject(str(exc))
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if digest == self._digest:
+            return ReloadOutcome(changed=False)
+        try:
+            loaded: LoadedConfiguration = load_configuration(text, self.registry, str(self.path))
+        except ConfigError as exc:
+            self._digest = digest
+            return self._reject(str(exc))
+        self.current = loaded
+        self._digest = digest
+        self.reloads += 1
+        warnings = loaded.configuration.warnings
+        log.info("configuration %s reloaded", self.path)
+        for warning in warnings:
+            log.warning("%s", warning)
+        return ReloadOutcome(changed=True, warnings=warnings)
+
+    def _reject(self, message: str) -> ReloadOutcome:
+        self.rejections += 1
+        log.error("configuration rejected, keeping the previous one: %s", message)
+        return ReloadOutcome(changed=False, error=message)

@@ -1,0 +1,215 @@
+"""Reading users' YAML into api objects, refusing bad input with one clear line.
+
+Everything is read and checked before the simulation starts, so a bad file
+changes nothing: either every object loads or the run stops with a message
+naming the file, the document and the problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from asyncsched.api import (
+    GROUP_NAME_ANNOTATION,
+    KubeObject,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    QuantityError,
+    Queue,
+    to_units,
+)
+
+__all__ = [
+    "DURATION_ANNOTATION",
+    "NEEDS_WHOLE_GROUP_ANNOTATION",
+    "SUBMIT_AT_ANNOTATION",
+    "Manifest",
+    "ManifestError",
+    "load_manifests",
+    "parse_manifests",
+]
+
+SUBMIT_AT_ANNOTATION = "simulation.asyncsched.io/submit-at"
+DURATION_ANNOTATION = "simulation.asyncsched.io/duration"
+NEEDS_WHOLE_GROUP_ANNOTATION = "simulation.asyncsched.io/needs-whole-group"
+
+_KINDS: dict[tuple[str, str], type[Any]] = {
+    ("v1", "Pod"): Pod,
+    ("v1", "Node"): Node,
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): PodGroup,
+    ("scheduling.volcano.sh/v1beta1", "Queue"): Queue,
+    ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
+}
+_NOT_YET = {
+    ("batch.volcano.sh/v1alpha1", "Job"): "Volcano Jobs need the job controller, "
+    "which asyncsched does not have yet; submit the PodGroup and Pods instead",
+}
+_CLUSTER_SCOPED = (Node, Queue, PriorityClass)
+
+
+class ManifestError(ValueError):
+    """Input that cannot be simulated; the message is one line naming where and what."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One object to create, and when (virtual seconds after the start)."""
+
+    obj: KubeObject
+    submit_at: float
+    source: str
+
+
+def load_manifests(paths: Iterable[str | Path]) -> list[Manifest]:
+    """Read every file, then check references across them; raise ManifestError on the first problem."""
+    manifests: list[Manifest] = []
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ManifestError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        manifests.extend(parse_manifests(text, str(path)))
+    check_references(manifests)
+    return manifests
+
+
+def parse_manifests(text: str, source: str) -> list[Manifest]:
+    found = []
+    for index, document in _documents(text, source):
+        where = f"{source}: document {index}"
+        obj = _decode(document, where)
+        where = f"{source}: {_describe(obj)}"
+        _check_quantities(obj, where)
+        found.append(Manifest(obj=obj, submit_at=_submit_at(obj, where), source=where))
+    return found
+
+
+def check_references(manifests: list[Manifest]) -> None:
+    """Every object unique, and every pod's PodGroup declared somewhere in the input."""
+    seen: dict[tuple[str, str, str], str] = {}
+    groups = set()
+    for m in manifests:
+        meta = m.obj.metadata
+        key = (type(m.obj).__name__, meta.namespace, meta.name)
+        if key in seen:
+            raise ManifestError(f"{m.source}: declared twice (first in {seen[key].split(':')[0]})")
+        seen[key] = m.source
+        if isinstance(m.obj, PodGroup):
+            groups.add((meta.namespace, meta.name))
+    for m in manifests:
+        if isinstance(m.obj, Pod):
+            group = m.obj.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+            if group and (m.obj.metadata.namespace, group) not in groups:
+                raise ManifestError(f"{m.source}: names PodGroup {group!r}, which is not declared")
+
+
+def _documents(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        documents = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ManifestError(f"{source}: malformed YAML{where}: {problem}") from None
+    for index, document in enumerate(documents, start=1):
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            raise ManifestError(f"{source}: document {index}: expected an object with a kind")
+        yield index, document
+
+
+def _decode(document: dict[str, Any], where: str) -> KubeObject:
+    api_version = document.get("apiVersion")
+    kind = document.get("kind")
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        raise ManifestError(f"{where}: missing apiVersion or kind")
+    name = (document.get("metadata") or {}).get("name", "?")
+    if (api_version, kind) in _NOT_YET:
+        raise ManifestError(f"{where} ({kind} {name}): {_NOT_YET[(api_version, kind)]}")
+    target = _KINDS.get((api_version, kind))
+    if target is None:
+        known = ", ".join(f"{v} {k}" for v, k in _KINDS)
+        raise ManifestError(f"{where} ({kind} {name}): unsupported kind {api_version} {kind}; "
+                            f"the simulator reads {known}")
+    try:
+        obj: KubeObject = msgspec.convert(document, target)
+    except msgspec.ValidationError as exc:
+        raise ManifestError(f"{where} ({kind} {name}): {_path_message(exc)}") from None
+    if not obj.metadata.name:
+        raise ManifestError(f"{where} ({kind}): metadata.name is required")
+    if not isinstance(obj, _CLUSTER_SCOPED) and not obj.metadata.namespace:
+        obj = msgspec.structs.replace(
+            obj, metadata=msgspec.structs.replace(obj.metadata, namespace="default")
+        )
+    return obj
+
+
+def _path_message(exc: msgspec.ValidationError) -> str:
+    message = str(exc)
+    if " - at `$." in message:
+        text, path = message.rsplit(" - at `$.", 1)
+        return f"{path.rstrip('`')}: {text[0].lower()}{text[1:]}"
+    return message
+
+
+def _describe(obj: KubeObject) -> str:
+    meta = obj.metadata
+    kind = type(obj).__name__
+    return f"{kind} {meta.namespace}/{meta.name}" if meta.namespace else f"{kind} {meta.name}"
+
+
+def _check_quantities(obj: KubeObject, where: str) -> None:
+    for field, quantities in _quantity_fields(obj):
+        for resource, value in quantities.items():
+            try:
+                to_units(resource, value)
+            except QuantityError:
+                raise ManifestError(f"{where}: {field}.{resource}: invalid quantity {value!r}") from None
+
+
+def _quantity_fields(obj: KubeObject) -> Iterator[tuple[str, dict[str, Any]]]:
+    if isinstance(obj, Pod):
+        for kind, containers in (("containers", obj.spec.containers),
+                                 ("initContainers", obj.spec.init_containers)):
+            for i, c in enumerate(containers):
+                yield f"spec.{kind}[{i}].resources.requests", c.resources.requests
+                yield f"spec.{kind}[{i}].resources.limits", c.resources.limits
+        yield "spec.overhead", obj.spec.overhead
+    elif isinstance(obj, Node):
+        yield "status.allocatable", obj.status.allocatable
+        yield "status.capacity", obj.status.capacity
+    elif isinstance(obj, PodGroup):
+        yield "spec.minResources", obj.spec.min_resources or {}
+    elif isinstance(obj, Queue):
+        yield "spec.capability", obj.spec.capability
+        yield "spec.deserved", obj.spec.deserved
+        guarantee = obj.spec.guarantee.get("resource") if obj.spec.guarantee else None
+        if isinstance(guarantee, dict):
+            yield "spec.guarantee.resource", guarantee
+
+
+def _submit_at(obj: KubeObject, where: str) -> float:
+    return annotation_seconds(obj, SUBMIT_AT_ANNOTATION, where) or 0.0
+
+
+def annotation_seconds(obj: KubeObject, key: str, where: str) -> float | None:
+    """A non-negative number of seconds from an annotation, or None when absent."""
+    raw = obj.metadata.annotations.get(key)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value < 0 or value != value:
+        raise ManifestError(f"{where}: annotation {key} must be a number of seconds >= 0, got {raw!r}")
+    return value

@@ -1,0 +1,122 @@
+"""The simulation's summary: jobs finished, how long they waited, how full the cluster was."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from asyncsched.api import GROUP_NAME_ANNOTATION
+from asyncsched.backends.sim.simulation import Outcome, Simulation
+
+__all__ = ["JobSummary", "SimReport", "summarize"]
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    key: str
+    queue: str
+    pods: int
+    min_member: int
+    submitted: float
+    started: float | None
+    """When its gang first had minMember pods bound."""
+    completed: float | None
+
+
+@dataclass
+class SimReport:
+    outcome: Outcome
+    nodes: int
+    pods: int
+    foreign_pods: int
+    jobs: list[JobSummary]
+    utilization: dict[str, float]
+    queue_usage: dict[str, dict[str, float]]
+    queue_weights: dict[str, int]
+    config_name: str
+    actions: tuple[str, ...]
+    waits: list[float] = field(default_factory=list)
+
+    def render(self) -> str:
+        done = sum(1 for j in self.jobs if j.completed is not None)
+        running = sum(1 for j in self.jobs if j.started is not None and j.completed is None)
+        waiting = len(self.jobs) - done - running
+        lines = [
+            f"asyncsched simulate: {self.nodes} nodes, {self.pods} pods, {len(self.jobs)} jobs",
+            f"configuration: {self.config_name} (actions: {', '.join(self.actions)})",
+            f"result: {self.outcome.message} after {self.outcome.sessions} sessions",
+            f"jobs: {done} completed, {running} running, {waiting} waiting",
+        ]
+        if self.waits:
+            lines.append("waiting time (submitted to gang started): " + _stats(self.waits))
+        if self.utilization:
+            parts = [f"{name} {share:.1%}" for name, share in self.utilization.items()]
+            lines.append(f"utilization (mean over {self.outcome.end:g}s): " + ", ".join(parts))
+        if self.queue_usage:
+            lines.append("queues:")
+            lines.append(f"  {'NAME':<16}{'WEIGHT':>7}{'JOBS DONE':>11}{'CPU SHARE':>11}")
+            total_cpu = sum(u.get("cpu", 0.0) for u in self.queue_usage.values()) or 1.0
+            for name in sorted(set(self.queue_usage) | set(self.queue_weights)):
+                jobs = [j for j in self.jobs if j.queue == name]
+                finished = sum(1 for j in jobs if j.completed is not None)
+                share = self.queue_usage.get(name, {}).get("cpu", 0.0) / total_cpu
+                lines.append(f"  {name:<16}{self.queue_weights.get(name, 1):>7}"
+                             f"{f'{finished}/{len(jobs)}':>11}{share:>11.1%}")
+        if self.foreign_pods:
+            lines.append(f"{self.foreign_pods} pods name another scheduler and were left alone")
+        for error in self.outcome.config_errors:
+            lines.append(f"configuration rejected: {error}")
+        return "\n".join(lines)
+
+
+def _stats(values: list[float]) -> str:
+    ordered = sorted(values)
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    mean = sum(ordered) / len(ordered)
+    return (f"mean {mean:.1f}s, p50 {pick(0.5):.1f}s, p90 {pick(0.9):.1f}s, "
+            f"max {ordered[-1]:.1f}s")
+
+
+def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
+    members: dict[str, list[str]] = {}
+    foreign = 0
+    for key, pod in sim.pods.items():
+        if not sim.cache.is_ours(pod):
+            foreign += 1
+            continue
+        group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+        job = f"{pod.metadata.namespace}/{group}" if group else key
+        members.setdefault(job, []).append(key)
+    for key in sim.podgroups:
+        members.setdefault(key, [])
+    jobs = []
+    for job, keys in sorted(members.items()):
+        pg = sim.podgroups.get(job)
+        min_member = pg.spec.min_member if pg is not None else 1
+        bound = sorted(sim.bound_at[k] for k in keys if k in sim.bound_at)
+        started = bound[min_member - 1] if min_member and len(bound) >= min_member else None
+        finished = [sim.finished_at.get(k) for k in keys]
+        completed = (max(f for f in finished if f is not None)
+                     if keys and all(f is not None for f in finished) else None)
+        queue = pg.spec.queue if pg is not None else sim.queue_of(sim.pods[keys[0]])
+        jobs.append(JobSummary(job, queue, len(keys), min_member,
+                               sim.submitted_at.get(job, min((sim.submitted_at[k] for k in keys),
+                                                             default=0.0)),
+                               started, completed))
+    waits = [j.started - j.submitted for j in jobs if j.started is not None]
+    loaded = sim.config.current.configuration
+    return SimReport(
+        outcome=outcome,
+        nodes=len(sim.nodes),
+        pods=len(sim.pods),
+        foreign_pods=foreign,
+        jobs=jobs,
+        utilization=sim.usage.utilization(outcome.end),
+        queue_usage=sim.usage.queue_integral,
+        queue_weights={name: q.spec.weight for name, q in sim.queues.items()},
+        config_name=sim.config.name,
+        actions=loaded.actions,
+        waits=waits,
+    )

@@ -1,0 +1,101 @@
+"""Resource arithmetic shared by drf, proportion and overcommit, kept to Volcano's meaning."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from asyncsched.model import JobInfo, PodGroupPhase, Resource
+from asyncsched.model.resource import PODS
+from asyncsched.model.status import ALLOCATED
+
+if TYPE_CHECKING:
+    from asyncsched.framework import Session
+
+__all__ = [
+    "cluster_total",
+    "cluster_used",
+    "dominant_share",
+    "exceeded_part",
+    "fits_where_requested",
+    "job_min_resources",
+    "reserved_for_job",
+    "share",
+]
+
+
+def cluster_total(ssn: Session) -> Resource:
+    """Sum of the allocatable of the nodes a session schedules on (Volcano skips unready nodes)."""
+    total = Resource()
+    for node in ssn.node_list:
+        if node.ready:
+            total = total + node.allocatable
+    return total
+
+
+def cluster_used(ssn: Session) -> Resource:
+    used = Resource()
+    for node in ssn.node_list:
+        if node.ready:
+            used = used + node.used
+    return used
+
+
+def share(allocated: int, total: int) -> float:
+    """allocated/total; a demand on a resource that does not exist counts as all of it."""
+    if total == 0:
+        return 0.0 if allocated == 0 else 1.0
+    return allocated / total
+
+
+def dominant_share(allocated: Resource, total: Resource) -> tuple[str, float]:
+    """The resource of ``total`` that ``allocated`` holds the most of, and that fraction."""
+    best, name = 0.0, ""
+    for resource, amount in total.items():
+        if amount <= 0:
+            continue
+        fraction = share(allocated.get(resource), amount)
+        if fraction > best:
+            best, name = fraction, resource
+    return name, best
+
+
+def exceeded_part(left: Resource, right: Resource) -> Resource:
+    """What ``left`` has beyond ``right``, dimension by dimension, never negative."""
+    return Resource({n: v - right.get(n) for n, v in left.items() if v > right.get(n)})
+
+
+def fits_where_requested(used: Resource, limit: Resource, request: Resource) -> list[str]:
+    """Dimensions the request asks for on which ``used`` exceeds ``limit`` (absent limit = 0).
+
+    Only what the request mentions is compared, so a queue capped on GPUs
+    still admits a CPU-only job. Empty list: it fits.
+    """
+    return sorted(
+        name
+        for name, amount in request.items()
+        if amount > 0 and name != PODS and used.get(name) > limit.get(name)
+    )
+
+
+def job_min_resources(job: JobInfo) -> Resource | None:
+    """The PodGroup's minResources without ``pods`` (node totals carry no pod count here)."""
+    if job.min_resources is None:
+        return None
+    return Resource({n: v for n, v in job.min_resources.items() if n != PODS})
+
+
+def reserved_for_job(job: JobInfo, whole_minimum_when_inqueue: bool) -> Resource:
+    """What an admitted job still holds in reserve of its minResources (Volcano's inqueue).
+
+    An Inqueue job reserves its minResources (proportion counts only the part
+    not allocated yet; overcommit counts all of it); a Running job whose gang is
+    complete keeps reserving the part of its minimum not allocated yet.
+    """
+    minimum = job_min_resources(job)
+    if minimum is None:
+        return Resource()
+    if job.phase == PodGroupPhase.INQUEUE:
+        return minimum if whole_minimum_when_inqueue else exceeded_part(minimum, job.allocated)
+    if job.phase == PodGroupPhase.RUNNING and job.count(ALLOCATED) >= job.min_available:
+        return exceeded_part(minimum, job.allocated)
+    return Resource()

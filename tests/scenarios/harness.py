@@ -1,0 +1,51 @@
+"""Runs the real `asyncsched simulate` entry function on the scenario YAML files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asyncsched.cli import main
+
+YAML = Path(__file__).parent / "yaml"
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+    events: list[dict[str, Any]]
+
+    def of(self, event: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["event"] == event]
+
+    def placements(self) -> dict[str, str]:
+        """Pod name -> node it was bound to."""
+        return {e["name"]: e["node"] for e in self.of("bound")}
+
+
+def simulate(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    *files: str | Path,
+    config: str | Path | None = None,
+    extra: list[str] | None = None,
+) -> Run:
+    out = tmp_path / "events.jsonl"
+    argv = ["simulate", "--events", str(out)]
+    for f in files:
+        argv += ["-f", str(YAML / f) if isinstance(f, str) else str(f)]
+    if config is not None:
+        argv += ["--config", str(YAML / config) if isinstance(config, str) else str(config)]
+    argv += extra or []
+    code = main(argv)
+    captured = capsys.readouterr()
+    events = (
+        [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    )
+    return Run(code, captured.out, captured.err, events)

@@ -1,0 +1,88 @@
+"""Bad input: one clear line naming the file and object, exit code 2, nothing half-applied."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from asyncsched.cli import main
+from tests.scenarios.harness import YAML
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  annotations: {annotations}
+spec:
+  schedulerName: volcano
+  containers:
+  - name: main
+    resources:
+      requests:
+        cpu: {cpu}
+"""
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("apiVersion: v1\nkind: Pod\n  metadata: {name: [}\n", "malformed YAML at line 3"),
+        ("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n", "unsupported kind v1 Service"),
+        (POD.format(name="bad", annotations="{}", cpu="12x"),
+         "Pod default/bad: spec.containers[0].resources.requests.cpu: invalid quantity '12x'"),
+        (POD.format(name="orphan", annotations="{scheduling.k8s.io/group-name: missing}", cpu=1),
+         "Pod default/orphan: names PodGroup 'missing', which is not declared"),
+        ("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\n",
+         "Volcano Jobs need the job controller"),
+        (POD.format(name="late", annotations="{simulation.asyncsched.io/submit-at: soon}", cpu=1),
+         "annotation simulation.asyncsched.io/submit-at must be a number"),
+    ],
+)
+def test_bad_manifest_is_refused_with_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str, expected: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(content)
+    events = tmp_path / "events.jsonl"
+
+    code = main(["simulate", "-f", str(YAML / "binpack.yaml"), "-f", str(bad),
+                 "--events", str(events)])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert str(bad) in err and expected in err, err
+    assert not events.exists(), "nothing may run when any input is bad"
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gangg\n',
+         "unknown plugin 'gangg'"),
+        ('actions: "enqueue, allocat"\ntiers:\n- plugins:\n  - name: gang\n',
+         "unknown action 'allocat'"),
+        ('actions: "allocate"\ntiers:\n- plugins:\n  - name: binpack\n'
+         "    arguments:\n      binpack.weight: heavy\n", "binpack.weight"),
+        ("tiers: [\n", "malformed YAML"),
+    ],
+)
+def test_bad_configuration_is_refused_with_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, config: str, expected: str
+) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(config)
+
+    code = main(["simulate", "-f", str(YAML / "binpack.yaml"), "--config", str(conf)])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert str(conf) in err and expected in err, err
+
+
+def test_missing_file_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code = main(["simulate", "-f", str(tmp_path / "nope.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "nope.yaml: cannot read" in err

@@ -1,0 +1,70 @@
+"""Gang scheduling prevents the deadlock of partially placed distributed jobs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.scenarios.harness import simulate
+
+
+def test_all_five_jobs_complete_and_no_job_is_ever_partly_bound(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "gang-training.yaml")
+
+    assert run.code == 0, run.stderr
+    assert "all work done" in run.stdout
+    assert "5 completed" in run.stdout
+    completed_jobs = {e["job"] for e in run.of("completed")}
+    assert completed_jobs == {f"training-{j}" for j in "abcde"}
+
+    holding: dict[str, int] = defaultdict(int)
+    times = sorted({e["time"] for e in run.events})
+    by_time = defaultdict(list)
+    for e in run.events:
+        by_time[e["time"]].append(e)
+    for t in times:
+        for e in by_time[t]:
+            if e["event"] == "bound":
+                holding[e["job"]] += 1
+            elif e["event"] == "completed":
+                holding[e["job"]] -= 1
+        partial = {job: n for job, n in holding.items() if n not in (0, 6)}
+        assert not partial, f"at t={t} jobs hold only part of their gang: {partial}"
+
+
+def test_without_gang_the_same_input_deadlocks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "gang-training.yaml", config="config-without-gang.yaml")
+
+    assert run.code == 3
+    assert "deadlock" in run.stdout
+    assert not run.of("completed")
+    bound_jobs = {e["job"] for e in run.of("bound")}
+    assert len(bound_jobs) > 1, "pods of several jobs should share the GPUs"
+
+
+def test_waiting_gang_reports_why_it_cannot_start(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "gang-training.yaml", extra=["--until", "0"])
+
+    reasons = {e["name"]: e["reason"] for e in run.of("unschedulable")}
+    assert "training-b-worker-0" in reasons
+    assert "nvidia.com/gpu" in reasons["training-b-worker-0"]
+    phases = {e["name"]: e["phase"] for e in run.of("phase")}
+    assert phases["training-a"] == "Running"
+    assert phases.get("training-b", "Pending") != "Running"
+
+
+def test_same_input_gives_the_same_events(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    first = simulate(capsys, tmp_path, "gang-training.yaml")
+    second = simulate(capsys, tmp_path, "gang-training.yaml")
+    assert first.events == second.events
+    assert first.stdout == second.stdout

@@ -1,0 +1,59 @@
+"""Volcano's configuration format: parsed, validated whole, errors that name the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from asyncsched.framework import ConfigError, Registry, load_configuration, parse_configuration
+from asyncsched.framework.conf import DEFAULT_CONFIGURATION
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_shipped_default_file_is_volcanos_default() -> None:
+    shipped = parse_configuration((ROOT / "config" / "scheduler.yaml").read_text())
+    assert shipped == parse_configuration(DEFAULT_CONFIGURATION)
+    assert shipped.actions == ("enqueue", "allocate", "backfill")
+    assert shipped.plugin_names()[:3] == ["priority", "gang", "conformance"]
+
+
+def test_flags_and_arguments_are_kept() -> None:
+    conf = parse_configuration(
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrder: false\n'
+        "  - name: binpack\n    arguments:\n      binpack.weight: 10\n"
+    )
+    gang, binpack = conf.tiers[0].plugins
+    assert not gang.enabled("enableJobOrder") and gang.enabled("enableJobReady")
+    assert binpack.arguments == {"binpack.weight": 10}
+
+
+def test_unknown_keys_warn_but_load() -> None:
+    conf = parse_configuration(
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrdr: true\n'
+    )
+    assert any("enableJobOrdr" in w for w in conf.warnings)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tiers: []\n", "'actions' must be"),
+        ('actions: "allocate"\n', "'tiers' must be"),
+        ('actions: "allocate, allocate"\ntiers:\n- plugins: [{name: gang}]\n', "listed twice"),
+        ('actions: "allocate"\ntiers:\n- plugins: [{name: gang}, {name: gang}]\n', "appears twice"),
+        ('actions: "allocate"\ntiers:\n- plugins:\n  - {name: drf, enableHierarchy: true}\n'
+         "  - {name: proportion}\n", "conflict"),
+        ('actions: "allocate"\ntiers:\n- plugins: [{name: gang, enableJobReady: "no"}]\n',
+         "must be true or false"),
+    ],
+)
+def test_invalid_configurations_name_the_problem(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_configuration(text, "conf.yaml")
+
+
+def test_unknown_plugin_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match=r"unknown plugin 'gangg' \(known: .*gang"):
+        load_configuration('actions: "allocate"\ntiers:\n- plugins: [{name: gangg}]\n', Registry())

@@ -36,16 +36,34 @@ def _parser() -> argparse.ArgumentParser:
         description="Run manifests through the real scheduling core with no cluster. "
         f"Exit codes: 0 ran, {EXIT_BAD_INPUT} bad input, {EXIT_DEADLOCK} deadlock.",
     )
-    sim.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
-                     help="a YAML file of Nodes, Pods, PodGroups, Queues, PriorityClasses")
-    sim.add_argument("--config", metavar="CONF",
-                     help="scheduler configuration (Volcano format); default: built-in")
+    sim.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a YAML file of Nodes, Pods, PodGroups, Queues, PriorityClasses",
+    )
+    sim.add_argument(
+        "--config",
+        metavar="CONF",
+        help="scheduler configuration (Volcano format); default: built-in",
+    )
     sim.add_argument("--events", metavar="OUT.jsonl", help="write one JSON event per line")
     sim.add_argument("--until", type=float, metavar="SECONDS", help="stop at this virtual time")
-    sim.add_argument("--scheduler-name", action="append", metavar="NAME",
-                     help="schedulerName values to schedule (default: volcano, asyncsched)")
-    sim.add_argument("--period", type=float, default=1.0, metavar="SECONDS",
-                     help="schedule period in virtual seconds (default 1)")
+    sim.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="schedulerName values to schedule (default: volcano, asyncsched)",
+    )
+    sim.add_argument(
+        "--period",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="schedule period in virtual seconds (default 1)",
+    )
 
     commands.add_parser("plugins", help="list the plugins and actions this installation has")
     commands.add_parser("version", help="print the version")
@@ -88,8 +106,9 @@ def _simulate(args: argparse.Namespace) -> int:
             out.write(encoder.encode(event) + b"\n")
 
     try:
-        sim = Simulation(manifests, config, scheduler_names=names, period=args.period,
-                         on_event=write)
+        sim = Simulation(
+            manifests, config, scheduler_names=names, period=args.period, on_event=write
+        )
         outcome = sim.run(until=args.until)
     finally:
         if out is not None:

@@ -137,7 +137,9 @@ def priority_class(name: str, value: int, *, default: bool = False) -> PriorityC
     return PriorityClass(metadata=ObjectMeta(name=name), value=value, global_default=default)
 
 
-def toleration(key: str, value: str = "", effect: str = "NoSchedule", operator: str = "Equal") -> Toleration:
+def toleration(
+    key: str, value: str = "", effect: str = "NoSchedule", operator: str = "Equal"
+) -> Toleration:
     return Toleration(key=key, value=value, effect=effect, operator=operator)
 
 

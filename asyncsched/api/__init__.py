@@ -1,4 +1,4 @@
-"""Wire types: msgspec Structs for the Kubernetes and Volcano objects asyncsched reads and writes."""
+"""Wire types: msgspec Structs for the Kubernetes and Volcano objects we read and write."""
 
 from asyncsched.api.core import Node, Pod, PriorityClass
 from asyncsched.api.meta import Condition, ObjectMeta, OwnerReference

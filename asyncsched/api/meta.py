@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["ObjectMeta", "OwnerReference", "Condition"]
+__all__ = ["Condition", "ObjectMeta", "OwnerReference"]
 
 
 class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True):

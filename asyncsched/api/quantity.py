@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-__all__ = ["QuantityError", "parse_quantity", "to_units", "format_units"]
+__all__ = ["QuantityError", "format_units", "parse_quantity", "to_units"]
 
 
 class QuantityError(ValueError):

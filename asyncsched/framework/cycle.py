@@ -45,7 +45,9 @@ class LoadedConfiguration:
         return {name: build(args) for name, build, args in self.plugin_builders}
 
 
-def load_configuration(text: str, registry: Registry, source: str = "configuration") -> LoadedConfiguration:
+def load_configuration(
+    text: str, registry: Registry, source: str = "configuration"
+) -> LoadedConfiguration:
     """Parse and validate; raise ConfigError naming the first problem found."""
     configuration = parse_configuration(text, source)
     builders = []
@@ -132,8 +134,9 @@ def _podgroup_status(job: JobInfo, condition: Condition | None) -> PodGroupUpdat
     else:
         phase = job.phase
     conditions = tuple(
-        c for c in (job.podgroup.status.conditions if job.podgroup else []) if
-        condition is None or c.type != condition.type
+        c
+        for c in (job.podgroup.status.conditions if job.podgroup else [])
+        if condition is None or c.type != condition.type
     )
     if condition is not None:
         conditions = (*conditions, condition)

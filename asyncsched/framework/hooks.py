@@ -37,10 +37,6 @@ __all__ = [
     "ALLOCATABLE",
     "BATCH_NODE_ORDER",
     "BATCH_PREDICATE",
-    "BoolArray",
-    "FloatArray",
-    "IntArray",
-    "Hook",
     "JOB_ENQUEUEABLE",
     "JOB_ENQUEUED",
     "JOB_ORDER",
@@ -55,6 +51,10 @@ __all__ = [
     "QUEUE_ORDER",
     "RECLAIMABLE",
     "TASK_ORDER",
+    "BoolArray",
+    "FloatArray",
+    "Hook",
+    "IntArray",
     "ValidateResult",
 ]
 
@@ -90,15 +90,21 @@ QueueOrderFn = Callable[["QueueInfo", "QueueInfo"], int]
 TaskOrderFn = Callable[["TaskInfo", "TaskInfo"], int]
 
 JOB_ORDER: Hook[JobOrderFn] = Hook(
-    "job_order", "enableJobOrder", "first_decisive",
+    "job_order",
+    "enableJobOrder",
+    "first_decisive",
     "Compare two jobs: negative if the first goes first, 0 for no opinion.",
 )
 QUEUE_ORDER: Hook[QueueOrderFn] = Hook(
-    "queue_order", "enableQueueOrder", "first_decisive",
+    "queue_order",
+    "enableQueueOrder",
+    "first_decisive",
     "Compare two queues: negative if the first is served first, 0 for no opinion.",
 )
 TASK_ORDER: Hook[TaskOrderFn] = Hook(
-    "task_order", "enableTaskOrder", "first_decisive",
+    "task_order",
+    "enableTaskOrder",
+    "first_decisive",
     "Compare two tasks of one job: negative if the first is placed first.",
 )
 
@@ -109,22 +115,30 @@ NodeOrderFn = Callable[["TaskInfo", "NodeInfo"], float]
 BatchNodeOrderFn = Callable[["TaskInfo", IntArray], FloatArray]
 
 PREDICATE: Hook[PredicateFn] = Hook(
-    "predicate", "enablePredicate", "all_pass",
+    "predicate",
+    "enablePredicate",
+    "all_pass",
     "Can the task run on the node? None to pass, else a short reason. Must be cheap: "
     "called for each node that passed the batch predicates and the resource fit.",
 )
 BATCH_PREDICATE: Hook[BatchPredicateFn] = Hook(
-    "batch_predicate", "enablePredicate", "all_pass",
+    "batch_predicate",
+    "enablePredicate",
+    "all_pass",
     "Vectorised predicate over the session's node list: a list of (reason, failed) "
     "where failed[i] is True when node i fails for that reason. Node-static checks "
     "(selectors, affinity, taints) belong here and may be cached per task template.",
 )
 NODE_ORDER: Hook[NodeOrderFn] = Hook(
-    "node_order", "enableNodeOrder", "sum_scores",
+    "node_order",
+    "enableNodeOrder",
+    "sum_scores",
     "Score one feasible node for the task; higher is better.",
 )
 BATCH_NODE_ORDER: Hook[BatchNodeOrderFn] = Hook(
-    "batch_node_order", "enableNodeOrder", "sum_scores",
+    "batch_node_order",
+    "enableNodeOrder",
+    "sum_scores",
     "Score the feasible nodes (indices into the session's node list) at once.",
 )
 
@@ -135,27 +149,39 @@ JobVoteFn = Callable[["JobInfo"], int]
 JobEventFn = Callable[["JobInfo"], None]
 
 JOB_VALID: Hook[JobValidFn] = Hook(
-    "job_valid", "", "first_failure",
+    "job_valid",
+    "",
+    "first_failure",
     "None or a passing result if the job may be scheduled this session.",
 )
 JOB_READY: Hook[JobPredicateFn] = Hook(
-    "job_ready", "enableJobReady", "all_true",
+    "job_ready",
+    "enableJobReady",
+    "all_true",
     "Has the job been given enough to bind (its gang is complete)?",
 )
 JOB_PIPELINED: Hook[JobVoteFn] = Hook(
-    "job_pipelined", "enableJobPipelined", "tier_vote",
+    "job_pipelined",
+    "enableJobPipelined",
+    "tier_vote",
     "Vote whether a job's allocations + pipelined tasks are worth keeping.",
 )
 JOB_ENQUEUEABLE: Hook[JobVoteFn] = Hook(
-    "job_enqueueable", "enableJobEnqueued", "tier_vote",
+    "job_enqueueable",
+    "enableJobEnqueued",
+    "tier_vote",
     "Vote whether a Pending job may move to Inqueue.",
 )
 JOB_ENQUEUED: Hook[JobEventFn] = Hook(
-    "job_enqueued", "enableJobEnqueued", "broadcast",
+    "job_enqueued",
+    "enableJobEnqueued",
+    "broadcast",
     "Told when a job moved to Inqueue, so plugins can account for it.",
 )
 JOB_STARVING: Hook[JobPredicateFn] = Hook(
-    "job_starving", "enableJobStarving", "tier_all_true",
+    "job_starving",
+    "enableJobStarving",
+    "tier_all_true",
     "Does the job still want resources (for preempt and reclaim)?",
 )
 
@@ -164,11 +190,15 @@ QueuePredicateFn = Callable[["QueueInfo"], bool]
 AllocatableFn = Callable[["QueueInfo", "TaskInfo"], bool]
 
 OVERUSED: Hook[QueuePredicateFn] = Hook(
-    "overused", "enabledOverused", "any_true",
+    "overused",
+    "enabledOverused",
+    "any_true",
     "Has the queue used up what it deserves?",
 )
 ALLOCATABLE: Hook[AllocatableFn] = Hook(
-    "allocatable", "enabledAllocatable", "all_true",
+    "allocatable",
+    "enabledAllocatable",
+    "all_true",
     "May the queue take this task now?",
 )
 
@@ -176,16 +206,34 @@ ALLOCATABLE: Hook[AllocatableFn] = Hook(
 VictimsFn = Callable[["TaskInfo", list["TaskInfo"]], list["TaskInfo"]]
 
 PREEMPTABLE: Hook[VictimsFn] = Hook(
-    "preemptable", "enablePreemptable", "intersect_victims",
+    "preemptable",
+    "enablePreemptable",
+    "intersect_victims",
     "Of these running tasks, which may the preemptor evict?",
 )
 RECLAIMABLE: Hook[VictimsFn] = Hook(
-    "reclaimable", "enableReclaimable", "intersect_victims",
+    "reclaimable",
+    "enableReclaimable",
+    "intersect_victims",
     "Of these running tasks of other queues, which may the reclaimer evict?",
 )
 
 ALL_HOOKS: tuple[Hook[Any], ...] = (
-    JOB_ORDER, QUEUE_ORDER, TASK_ORDER, PREDICATE, BATCH_PREDICATE, NODE_ORDER,
-    BATCH_NODE_ORDER, JOB_VALID, JOB_READY, JOB_PIPELINED, JOB_ENQUEUEABLE, JOB_ENQUEUED,
-    JOB_STARVING, OVERUSED, ALLOCATABLE, PREEMPTABLE, RECLAIMABLE,
+    JOB_ORDER,
+    QUEUE_ORDER,
+    TASK_ORDER,
+    PREDICATE,
+    BATCH_PREDICATE,
+    NODE_ORDER,
+    BATCH_NODE_ORDER,
+    JOB_VALID,
+    JOB_READY,
+    JOB_PIPELINED,
+    JOB_ENQUEUEABLE,
+    JOB_ENQUEUED,
+    JOB_STARVING,
+    OVERUSED,
+    ALLOCATABLE,
+    PREEMPTABLE,
+    RECLAIMABLE,
 )

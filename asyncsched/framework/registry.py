@@ -76,4 +76,3 @@ class Registry:
                     for name in fn():
                         found[name] = label
         return found
-

@@ -182,4 +182,5 @@ class JobInfo:
         return self.uid
 
     def __repr__(self) -> str:
-        return f"Job({self.uid}, queue={self.queue}, min={self.min_available}, tasks={len(self.tasks)})"
+        tasks = len(self.tasks)
+        return f"Job({self.uid}, queue={self.queue}, min={self.min_available}, tasks={tasks})"

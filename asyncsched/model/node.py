@@ -14,7 +14,7 @@ __all__ = ["NodeInfo", "node_allocatable"]
 
 
 def node_allocatable(node: Node) -> tuple[Resource, int]:
-    """(allocatable without pods, max pods) of a Node; capacity stands in when allocatable is absent."""
+    """(allocatable without pods, max pods); capacity stands in when allocatable is absent."""
     source = dict(node.status.allocatable or node.status.capacity)
     pods_quantity = source.pop(PODS, None)
     max_pods = to_units(PODS, pods_quantity) if pods_quantity is not None else DEFAULT_MAX_PODS
@@ -67,7 +67,7 @@ class NodeInfo:
         self.table.set_allocatable(self.row, allocatable, max_pods)
 
     def rebound(self, table: NodeTable, row: int) -> NodeInfo:
-        """A copy of this node whose books are row ``row`` of ``table`` (a snapshot's), without tasks."""
+        """A copy, without tasks, whose books are row ``row`` of ``table`` (a snapshot's)."""
         twin = NodeInfo.__new__(NodeInfo)
         for slot in NodeInfo.__slots__:
             setattr(twin, slot, getattr(self, slot))

@@ -27,9 +27,7 @@ class Resource:
     __slots__ = ("_values",)
 
     def __init__(self, values: Mapping[str, int] | None = None) -> None:
-        self._values: dict[str, int] = (
-            {k: v for k, v in values.items() if v} if values else {}
-        )
+        self._values: dict[str, int] = {k: v for k, v in values.items() if v} if values else {}
 
     @classmethod
     def from_quantities(cls, quantities: Mapping[str, str | int | float]) -> Resource:

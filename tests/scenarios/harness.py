@@ -45,7 +45,5 @@ def simulate(
     argv += extra or []
     code = main(argv)
     captured = capsys.readouterr()
-    events = (
-        [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    )
+    events = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     return Run(code, captured.out, captured.err, events)

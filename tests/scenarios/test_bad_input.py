@@ -29,14 +29,24 @@ spec:
     [
         ("apiVersion: v1\nkind: Pod\n  metadata: {name: [}\n", "malformed YAML at line 3"),
         ("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n", "unsupported kind v1 Service"),
-        (POD.format(name="bad", annotations="{}", cpu="12x"),
-         "Pod default/bad: spec.containers[0].resources.requests.cpu: invalid quantity '12x'"),
-        (POD.format(name="orphan", annotations="{scheduling.k8s.io/group-name: missing}", cpu=1),
-         "Pod default/orphan: names PodGroup 'missing', which is not declared"),
-        ("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\n",
-         "Volcano Jobs need the job controller"),
-        (POD.format(name="late", annotations="{simulation.asyncsched.io/submit-at: soon}", cpu=1),
-         "annotation simulation.asyncsched.io/submit-at must be a number"),
+        (
+            POD.format(name="bad", annotations="{}", cpu="12x"),
+            "Pod default/bad: spec.containers[0].resources.requests.cpu: invalid quantity '12x'",
+        ),
+        (
+            POD.format(name="orphan", annotations="{scheduling.k8s.io/group-name: missing}", cpu=1),
+            "Pod default/orphan: names PodGroup 'missing', which is not declared",
+        ),
+        (
+            "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\n",
+            "Volcano Jobs need the job controller",
+        ),
+        (
+            POD.format(
+                name="late", annotations="{simulation.asyncsched.io/submit-at: soon}", cpu=1
+            ),
+            "annotation simulation.asyncsched.io/submit-at must be a number",
+        ),
     ],
 )
 def test_bad_manifest_is_refused_with_one_line(
@@ -46,8 +56,9 @@ def test_bad_manifest_is_refused_with_one_line(
     bad.write_text(content)
     events = tmp_path / "events.jsonl"
 
-    code = main(["simulate", "-f", str(YAML / "binpack.yaml"), "-f", str(bad),
-                 "--events", str(events)])
+    code = main(
+        ["simulate", "-f", str(YAML / "binpack.yaml"), "-f", str(bad), "--events", str(events)]
+    )
 
     err = capsys.readouterr().err
     assert code == 2
@@ -59,12 +70,19 @@ def test_bad_manifest_is_refused_with_one_line(
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        ('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gangg\n',
-         "unknown plugin 'gangg'"),
-        ('actions: "enqueue, allocat"\ntiers:\n- plugins:\n  - name: gang\n',
-         "unknown action 'allocat'"),
-        ('actions: "allocate"\ntiers:\n- plugins:\n  - name: binpack\n'
-         "    arguments:\n      binpack.weight: heavy\n", "binpack.weight"),
+        (
+            'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gangg\n',
+            "unknown plugin 'gangg'",
+        ),
+        (
+            'actions: "enqueue, allocat"\ntiers:\n- plugins:\n  - name: gang\n',
+            "unknown action 'allocat'",
+        ),
+        (
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: binpack\n'
+            "    arguments:\n      binpack.weight: heavy\n",
+            "binpack.weight",
+        ),
         ("tiers: [\n", "malformed YAML"),
     ],
 )

@@ -1,4 +1,4 @@
-"""A pip-installed plugin package takes part; a configuration edited on disk applies next session."""
+"""A pip-installed plugin package takes part; a configuration edited on disk applies."""
 
 from __future__ import annotations
 
@@ -25,8 +25,12 @@ tiers:
 
 
 def _cluster_with_draining_node(tmp_path: Path) -> Path:
-    text = (YAML / "binpack.yaml").read_text().replace(
-        "  name: node-0\n", "  name: node-0\n  labels:\n    example.io/draining: \"true\"\n", 1
+    text = (
+        (YAML / "binpack.yaml")
+        .read_text()
+        .replace(
+            "  name: node-0\n", '  name: node-0\n  labels:\n    example.io/draining: "true"\n', 1
+        )
     )
     path = tmp_path / "draining.yaml"
     path.write_text(text)
@@ -35,7 +39,9 @@ def _cluster_with_draining_node(tmp_path: Path) -> Path:
 
 def test_the_example_package_is_found_through_its_entry_point() -> None:
     names = {ep.name for ep in entry_points(group="asyncsched.plugins")}
-    assert "example" in names, "run the README's test command: it installs tests/fixtures/example_plugin"
+    assert "example" in names, (
+        "run the README's test command: it installs tests/fixtures/example_plugin"
+    )
     assert "drain-labelled" in Registry().plugins
 
 
@@ -63,11 +69,11 @@ def _best_effort_later(tmp_path: Path) -> Path:
         + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: sidecar\n"
         "spec:\n  schedulerName: volcano\n  containers:\n  - name: c\n    image: busybox\n"
         "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: late\n  annotations:\n"
-        "    simulation.asyncsched.io/submit-at: \"10\"\n"
+        '    simulation.asyncsched.io/submit-at: "10"\n'
         "spec:\n  schedulerName: volcano\n  containers:\n  - name: c\n    image: busybox\n"
         "    resources:\n      requests:\n        cpu: 100m\n"
         "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: early\n  annotations:\n"
-        "    simulation.asyncsched.io/submit-at: \"6\"\n"
+        '    simulation.asyncsched.io/submit-at: "6"\n'
         "spec:\n  schedulerName: volcano\n  containers:\n  - name: c\n    image: busybox\n"
         "    resources:\n      requests:\n        cpu: 100m\n"
     )
@@ -76,8 +82,11 @@ def _best_effort_later(tmp_path: Path) -> Path:
 
 def test_configuration_edited_while_running_changes_the_next_session(tmp_path: Path) -> None:
     conf = tmp_path / "scheduler.yaml"
-    conf.write_text(DRAIN_CONFIG.replace("  - name: drain-labelled\n", "").replace(
-        "enqueue, allocate, backfill", "enqueue, allocate"))
+    conf.write_text(
+        DRAIN_CONFIG.replace("  - name: drain-labelled\n", "").replace(
+            "enqueue, allocate, backfill", "enqueue, allocate"
+        )
+    )
     sim = Simulation(load_manifests([_best_effort_later(tmp_path)]), ConfigSource(Registry(), conf))
 
     sim.run(until=5)

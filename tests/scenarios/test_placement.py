@@ -47,9 +47,9 @@ def test_best_effort_pods_are_placed_by_backfill(
     )
     no_backfill = tmp_path / "no-backfill.yaml"
     no_backfill.write_text(
-        (YAML / "binpack-config.yaml").read_text().replace(
-            'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate"'
-        )
+        (YAML / "binpack-config.yaml")
+        .read_text()
+        .replace('actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate"')
     )
 
     with_backfill = simulate(capsys, tmp_path, pods)

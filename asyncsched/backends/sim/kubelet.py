@@ -34,8 +34,11 @@ class PodRun:
     @property
     def blocked(self) -> bool:
         """Running but waiting for the rest of its group."""
-        return self.running and not self.finished and self.progressing_since is None and (
-            self.remaining is not None
+        return (
+            self.running
+            and not self.finished
+            and self.progressing_since is None
+            and (self.remaining is not None)
         )
 
 

@@ -69,7 +69,7 @@ class Manifest:
 
 
 def load_manifests(paths: Iterable[str | Path]) -> list[Manifest]:
-    """Read every file, then check references across them; raise ManifestError on the first problem."""
+    """Read every file, then check references across them; ManifestError on the first problem."""
     manifests: list[Manifest] = []
     for path in paths:
         try:
@@ -138,8 +138,10 @@ def _decode(document: dict[str, Any], where: str) -> KubeObject:
     target = _KINDS.get((api_version, kind))
     if target is None:
         known = ", ".join(f"{v} {k}" for v, k in _KINDS)
-        raise ManifestError(f"{where} ({kind} {name}): unsupported kind {api_version} {kind}; "
-                            f"the simulator reads {known}")
+        raise ManifestError(
+            f"{where} ({kind} {name}): unsupported kind {api_version} {kind}; "
+            f"the simulator reads {known}"
+        )
     try:
         obj: KubeObject = msgspec.convert(document, target)
     except msgspec.ValidationError as exc:
@@ -173,13 +175,17 @@ def _check_quantities(obj: KubeObject, where: str) -> None:
             try:
                 to_units(resource, value)
             except QuantityError:
-                raise ManifestError(f"{where}: {field}.{resource}: invalid quantity {value!r}") from None
+                raise ManifestError(
+                    f"{where}: {field}.{resource}: invalid quantity {value!r}"
+                ) from None
 
 
 def _quantity_fields(obj: KubeObject) -> Iterator[tuple[str, dict[str, Any]]]:
     if isinstance(obj, Pod):
-        for kind, containers in (("containers", obj.spec.containers),
-                                 ("initContainers", obj.spec.init_containers)):
+        for kind, containers in (
+            ("containers", obj.spec.containers),
+            ("initContainers", obj.spec.init_containers),
+        ):
             for i, c in enumerate(containers):
                 yield f"spec.{kind}[{i}].resources.requests", c.resources.requests
                 yield f"spec.{kind}[{i}].resources.limits", c.resources.limits
@@ -211,5 +217,7 @@ def annotation_seconds(obj: KubeObject, key: str, where: str) -> float | None:
     except ValueError:
         value = -1.0
     if value < 0 or value != value:
-        raise ManifestError(f"{where}: annotation {key} must be a number of seconds >= 0, got {raw!r}")
+        raise ManifestError(
+            f"{where}: annotation {key} must be a number of seconds >= 0, got {raw!r}"
+        )
     return value

@@ -59,8 +59,10 @@ class SimReport:
                 jobs = [j for j in self.jobs if j.queue == name]
                 finished = sum(1 for j in jobs if j.completed is not None)
                 share = self.queue_usage.get(name, {}).get("cpu", 0.0) / total_cpu
-                lines.append(f"  {name:<16}{self.queue_weights.get(name, 1):>7}"
-                             f"{f'{finished}/{len(jobs)}':>11}{share:>11.1%}")
+                lines.append(
+                    f"  {name:<16}{self.queue_weights.get(name, 1):>7}"
+                    f"{f'{finished}/{len(jobs)}':>11}{share:>11.1%}"
+                )
         if self.foreign_pods:
             lines.append(f"{self.foreign_pods} pods name another scheduler and were left alone")
         for error in self.outcome.config_errors:
@@ -75,8 +77,7 @@ def _stats(values: list[float]) -> str:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
     mean = sum(ordered) / len(ordered)
-    return (f"mean {mean:.1f}s, p50 {pick(0.5):.1f}s, p90 {pick(0.9):.1f}s, "
-            f"max {ordered[-1]:.1f}s")
+    return f"mean {mean:.1f}s, p50 {pick(0.5):.1f}s, p90 {pick(0.9):.1f}s, max {ordered[-1]:.1f}s"
 
 
 def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
@@ -98,13 +99,23 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
         bound = sorted(sim.bound_at[k] for k in keys if k in sim.bound_at)
         started = bound[min_member - 1] if min_member and len(bound) >= min_member else None
         finished = [sim.finished_at.get(k) for k in keys]
-        completed = (max(f for f in finished if f is not None)
-                     if keys and all(f is not None for f in finished) else None)
+        completed = (
+            max(f for f in finished if f is not None)
+            if keys and all(f is not None for f in finished)
+            else None
+        )
         queue = pg.spec.queue if pg is not None else sim.queue_of(sim.pods[keys[0]])
-        jobs.append(JobSummary(job, queue, len(keys), min_member,
-                               sim.submitted_at.get(job, min((sim.submitted_at[k] for k in keys),
-                                                             default=0.0)),
-                               started, completed))
+        jobs.append(
+            JobSummary(
+                job,
+                queue,
+                len(keys),
+                min_member,
+                sim.submitted_at.get(job, min((sim.submitted_at[k] for k in keys), default=0.0)),
+                started,
+                completed,
+            )
+        )
     waits = [j.started - j.submitted for j in jobs if j.started is not None]
     loaded = sim.config.current.configuration
     return SimReport(

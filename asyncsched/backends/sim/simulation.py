@@ -34,7 +34,7 @@ from asyncsched.model.node import node_allocatable
 from asyncsched.model.task import pod_requests
 from asyncsched.model.timestamps import format_timestamp
 
-__all__ = ["Outcome", "Simulation", "SimEvent"]
+__all__ = ["Outcome", "SimEvent", "Simulation"]
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +100,13 @@ class Simulation:
         heapq.heappush(self._queue, (at, self._seq, kind, payload))
 
     def _emit(self, event: str, kind: str, namespace: str, name: str, **extra: Any) -> None:
-        record: SimEvent = {"time": round(self.now, 6), "event": event, "kind": kind,
-                            "namespace": namespace, "name": name}
+        record: SimEvent = {
+            "time": round(self.now, 6),
+            "event": event,
+            "kind": kind,
+            "namespace": namespace,
+            "name": name,
+        }
         record.update({k: v for k, v in extra.items() if v not in (None, "")})
         self.events.append(record)
         if self._on_event is not None:
@@ -116,8 +121,13 @@ class Simulation:
             at = min(candidates)
             if until is not None and at > until:
                 self._advance(until)
-                return Outcome(until, "until", f"stopped at t={until:g}s", self.sessions,
-                               list(self.config_errors))
+                return Outcome(
+                    until,
+                    "until",
+                    f"stopped at t={until:g}s",
+                    self.sessions,
+                    list(self.config_errors),
+                )
             self._advance(at)
             while self._queue and self._queue[0][0] <= self.now:
                 _, _, kind, payload = heapq.heappop(self._queue)
@@ -183,7 +193,8 @@ class Simulation:
                     key=key,
                     group=_group_of(obj),
                     duration=annotation_seconds(obj, DURATION_ANNOTATION, key),
-                    needs_group=obj.metadata.annotations.get(NEEDS_WHOLE_GROUP_ANNOTATION) == "true",
+                    needs_group=obj.metadata.annotations.get(NEEDS_WHOLE_GROUP_ANNOTATION)
+                    == "true",
                 )
             )
             self.cache.upsert_pod(obj)
@@ -195,19 +206,31 @@ class Simulation:
 
     def _complete(self, key: str) -> None:
         pod = self.pods[key]
-        self._set_pod(key, msgspec.structs.replace(
-            pod, status=msgspec.structs.replace(pod.status, phase="Succeeded")))
+        self._set_pod(
+            key,
+            msgspec.structs.replace(
+                pod, status=msgspec.structs.replace(pod.status, phase="Succeeded")
+            ),
+        )
         self.finished_at[key] = self.now
         self.usage.stop(key)
-        self._emit("completed", "Pod", pod.metadata.namespace, pod.metadata.name,
-                   node=pod.spec.node_name, job=_job_name(pod))
+        self._emit(
+            "completed",
+            "Pod",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            node=pod.spec.node_name,
+            job=_job_name(pod),
+        )
         self._schedule_completions(self.progress.finish(key, self.now))
         self._dirty = True
 
     def _schedule_completions(self, runs: list[PodRun]) -> None:
         for run in runs:
             if run.remaining is not None and run.progressing_since is not None:
-                self._push(run.progressing_since + run.remaining, "complete", (run.key, run.version))
+                self._push(
+                    run.progressing_since + run.remaining, "complete", (run.key, run.version)
+                )
 
     # -- sessions --------------------------------------------------------------
 
@@ -227,8 +250,13 @@ class Simulation:
         """Carry out a session's decisions; True if anything changed."""
         changed = False
         for failure in result.failures:
-            log.error("t=%gs plugin %s failed in %s: %s", self.now, failure.plugin, failure.hook,
-                      failure.error)
+            log.error(
+                "t=%gs plugin %s failed in %s: %s",
+                self.now,
+                failure.plugin,
+                failure.hook,
+                failure.error,
+            )
         for update in result.podgroups:
             changed |= self._update_podgroup(update.job, update.phase, update)
         for bind in result.binds:
@@ -239,17 +267,27 @@ class Simulation:
             if self._last_reason.get(note.uid) != note.message and note.uid in self.pods:
                 self._last_reason[note.uid] = note.message
                 pod = self.pods[note.uid]
-                self._emit("unschedulable", "Pod", pod.metadata.namespace, pod.metadata.name,
-                           job=_job_name(pod), reason=note.message)
+                self._emit(
+                    "unschedulable",
+                    "Pod",
+                    pod.metadata.namespace,
+                    pod.metadata.name,
+                    job=_job_name(pod),
+                    reason=note.message,
+                )
         return changed
 
     def _update_podgroup(self, key: str, phase: str, update: Any) -> bool:
         pg = self.podgroups.get(key)
         if pg is None:
             return False
-        status = PodGroupStatus(phase=phase, conditions=list(update.conditions),
-                                running=update.running, succeeded=update.succeeded,
-                                failed=update.failed)
+        status = PodGroupStatus(
+            phase=phase,
+            conditions=list(update.conditions),
+            running=update.running,
+            succeeded=update.succeeded,
+            failed=update.failed,
+        )
         if status == pg.status:
             return False
         moved = status.phase != pg.status.phase
@@ -257,8 +295,14 @@ class Simulation:
         self.podgroups[key] = pg
         self.cache.upsert_podgroup(pg)
         if moved:
-            self._emit("phase", "PodGroup", pg.metadata.namespace, pg.metadata.name,
-                       job=pg.metadata.name, phase=phase)
+            self._emit(
+                "phase",
+                "PodGroup",
+                pg.metadata.namespace,
+                pg.metadata.name,
+                job=pg.metadata.name,
+                phase=phase,
+            )
         return moved
 
     def _bind(self, key: str, node: str) -> bool:
@@ -273,8 +317,12 @@ class Simulation:
         job = _job_name(pod)
         self.usage.start(key, pod_requests(pod)[0], self.queue_of(pod))
         self._emit("bound", "Pod", pod.metadata.namespace, pod.metadata.name, node=node, job=job)
-        running = msgspec.structs.replace(bound, status=msgspec.structs.replace(
-            bound.status, phase="Running", start_time=format_timestamp(_EPOCH + self.now)))
+        running = msgspec.structs.replace(
+            bound,
+            status=msgspec.structs.replace(
+                bound.status, phase="Running", start_time=format_timestamp(_EPOCH + self.now)
+            ),
+        )
         self._set_pod(key, running)
         self._emit("started", "Pod", pod.metadata.namespace, pod.metadata.name, node=node, job=job)
         self._schedule_completions(self.progress.start(key, self.now))
@@ -286,8 +334,15 @@ class Simulation:
             return False
         self.cache.delete_pod(pod.metadata.namespace, pod.metadata.name)
         self.usage.stop(key)
-        self._emit("evicted", "Pod", pod.metadata.namespace, pod.metadata.name,
-                   node=pod.spec.node_name, job=_job_name(pod), reason=reason)
+        self._emit(
+            "evicted",
+            "Pod",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            node=pod.spec.node_name,
+            job=_job_name(pod),
+            reason=reason,
+        )
         self._schedule_completions(self.progress.remove(key, self.now))
         return True
 
@@ -302,26 +357,38 @@ class Simulation:
 
     def _finish(self) -> Outcome:
         blocked = self.progress.blocked()
-        pending = [k for k, p in self.pods.items()
-                   if not p.spec.node_name and self.cache.is_ours(p)]
+        pending = [
+            k for k, p in self.pods.items() if not p.spec.node_name and self.cache.is_ours(p)
+        ]
         if blocked:
             groups = sorted({r.group.split("/", 1)[1] for r in blocked})
             shown = ", ".join(groups[:5]) + (", ..." if len(groups) > 5 else "")
-            message = (f"deadlock at t={self.now:g}s: {len(blocked)} running pods wait for the "
-                       f"rest of their groups ({shown}) and {len(pending)} pods are pending; "
-                       f"nothing can progress")
+            message = (
+                f"deadlock at t={self.now:g}s: {len(blocked)} running pods wait for the "
+                f"rest of their groups ({shown}) and {len(pending)} pods are pending; "
+                f"nothing can progress"
+            )
             return Outcome(self.now, "deadlock", message, self.sessions, list(self.config_errors))
         if pending:
-            message = (f"stuck at t={self.now:g}s: {len(pending)} pods can never be scheduled "
-                       f"with what is running now")
+            message = (
+                f"stuck at t={self.now:g}s: {len(pending)} pods can never be scheduled "
+                f"with what is running now"
+            )
             return Outcome(self.now, "stuck", message, self.sessions, list(self.config_errors))
         endless = sum(1 for r in self.progress.runs.values() if r.running and r.remaining is None)
         if endless:
-            message = (f"settled at t={self.now:g}s: {endless} pods keep running "
-                       f"(no duration set), none pending")
+            message = (
+                f"settled at t={self.now:g}s: {endless} pods keep running "
+                f"(no duration set), none pending"
+            )
             return Outcome(self.now, "settled", message, self.sessions, list(self.config_errors))
-        return Outcome(self.now, "done", f"all work done at t={self.now:g}s", self.sessions,
-                       list(self.config_errors))
+        return Outcome(
+            self.now,
+            "done",
+            f"all work done at t={self.now:g}s",
+            self.sessions,
+            list(self.config_errors),
+        )
 
 
 def _group_of(pod: Pod) -> str:

@@ -18,8 +18,8 @@ def test_pods_join_their_podgroup_and_lone_pods_are_jobs_of_one() -> None:
 
 def test_pods_of_other_schedulers_are_not_jobs_but_use_their_node() -> None:
     snap = cache_of(
-        node("n1", cpu="8"), pod("other", cpu="3", scheduler="default-scheduler",
-                                 node_name="n1", phase="Running")
+        node("n1", cpu="8"),
+        pod("other", cpu="3", scheduler="default-scheduler", node_name="n1", phase="Running"),
     ).snapshot()
     assert not snap.jobs
     assert snap.nodes["n1"].idle.get("cpu") == 5000
@@ -55,8 +55,11 @@ def test_snapshot_changes_do_not_reach_the_cache() -> None:
 
 def test_priorities_resolve_from_classes_whatever_the_arrival_order() -> None:
     snap = cache_of(
-        podgroup("pg", priority_class="high"), pod("a", group="pg", priority_class="high"),
-        priority_class("high", 1000), priority_class("base", 5, default=True), pod("b"),
+        podgroup("pg", priority_class="high"),
+        pod("a", group="pg", priority_class="high"),
+        priority_class("high", 1000),
+        priority_class("base", 5, default=True),
+        pod("b"),
     ).snapshot()
     assert snap.jobs["default/pg"].priority == 1000
     assert snap.jobs["default/pg"].tasks["default/a"].priority == 1000

@@ -43,10 +43,15 @@ def test_unknown_keys_warn_but_load() -> None:
         ('actions: "allocate"\n', "'tiers' must be"),
         ('actions: "allocate, allocate"\ntiers:\n- plugins: [{name: gang}]\n', "listed twice"),
         ('actions: "allocate"\ntiers:\n- plugins: [{name: gang}, {name: gang}]\n', "appears twice"),
-        ('actions: "allocate"\ntiers:\n- plugins:\n  - {name: drf, enableHierarchy: true}\n'
-         "  - {name: proportion}\n", "conflict"),
-        ('actions: "allocate"\ntiers:\n- plugins: [{name: gang, enableJobReady: "no"}]\n',
-         "must be true or false"),
+        (
+            'actions: "allocate"\ntiers:\n- plugins:\n  - {name: drf, enableHierarchy: true}\n'
+            "  - {name: proportion}\n",
+            "conflict",
+        ),
+        (
+            'actions: "allocate"\ntiers:\n- plugins: [{name: gang, enableJobReady: "no"}]\n',
+            "must be true or false",
+        ),
     ],
 )
 def test_invalid_configurations_name_the_problem(text: str, message: str) -> None:

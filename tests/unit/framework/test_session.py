@@ -43,8 +43,9 @@ class Broken:
 
 
 def _session(enabled: str) -> Session:
-    snap = snapshot(node("n1"), podgroup("a"), podgroup("b"),
-                    pod("a-0", group="a"), pod("b-0", group="b"))
+    snap = snapshot(
+        node("n1"), podgroup("a"), podgroup("b"), pod("a-0", group="a"), pod("b-0", group="b")
+    )
     plugins = {"broken": Broken(), "reverse": Reverse()}
     ssn = Session(snap, parse_configuration(CONF.format(enabled=enabled)), plugins)  # type: ignore[arg-type]
     for plugin in plugins.values():

@@ -7,8 +7,14 @@ from tests.builders import node
 
 
 def _task(uid: str, status: TaskStatus, cpu: int = 2000) -> TaskInfo:
-    return TaskInfo(uid=uid, name=uid, namespace="ns", job="ns/j",
-                    resreq=Resource({"cpu": cpu, "memory": 2**30}), status=status)
+    return TaskInfo(
+        uid=uid,
+        name=uid,
+        namespace="ns",
+        job="ns/j",
+        resreq=Resource({"cpu": cpu, "memory": 2**30}),
+        status=status,
+    )
 
 
 def test_running_task_uses_idle_and_releasing_counts_toward_future_idle() -> None:

@@ -18,7 +18,9 @@ def test_fit_treats_missing_dimensions_as_zero() -> None:
     cpu_node = Resource({"cpu": 8000, "memory": 2**30})
     assert not gpu_pod.fits_in(cpu_node)
     assert gpu_pod.insufficient(cpu_node) == ["nvidia.com/gpu"]
-    assert gpu_pod.fits_in_where_set(Resource({"cpu": 2000})), "a capability limits only what it names"
+    assert gpu_pod.fits_in_where_set(Resource({"cpu": 2000})), (
+        "a capability limits only what it names"
+    )
 
 
 def test_best_effort_is_below_volcano_floors() -> None:

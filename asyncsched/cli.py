@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
+import os
+import signal
+import socket
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -11,6 +15,7 @@ from typing import IO
 import msgspec
 
 from asyncsched.backends.config_source import ConfigSource
+from asyncsched.backends.kube import KubeError, KubeScheduler, SchedulerOptions, connect
 from asyncsched.backends.sim import ManifestError, Simulation, load_manifests, summarize
 from asyncsched.backends.sim.simulation import SimEvent
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
@@ -21,6 +26,7 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_DEADLOCK = 3
+EXIT_UNREACHABLE = 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,6 +71,49 @@ def _parser() -> argparse.ArgumentParser:
         help="schedule period in virtual seconds (default 1)",
     )
 
+    run = commands.add_parser(
+        "scheduler",
+        help="schedule pods of a real cluster",
+        description="Run the scheduler against an API server (kubeconfig, or in-cluster).",
+    )
+    run.add_argument(
+        "--kubeconfig", metavar="PATH", help="default: in-cluster, else ~/.kube/config"
+    )
+    run.add_argument("--context", help="kubeconfig context to use")
+    run.add_argument(
+        "--config", metavar="CONF", help="scheduler configuration file, re-read when it changes"
+    )
+    run.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="schedulerName values to schedule (default: volcano, asyncsched)",
+    )
+    run.add_argument(
+        "--period",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="longest wait between sessions (default 1)",
+    )
+    run.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="hold a coordination.k8s.io Lease; only the holder schedules",
+    )
+    run.add_argument(
+        "--lease-namespace", default=os.environ.get("POD_NAMESPACE", "asyncsched-system")
+    )
+    run.add_argument("--lease-name", default="asyncsched")
+    run.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS")
+    run.add_argument(
+        "--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    )
+    run.add_argument("--metrics-host", default="0.0.0.0")
+    run.add_argument(
+        "--metrics-port", type=int, default=8080, help="/metrics, /healthz and /readyz (0 = off)"
+    )
+
     commands.add_parser("plugins", help="list the plugins and actions this installation has")
     commands.add_parser("version", help="print the version")
     return parser
@@ -79,12 +128,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _simulate(args)
+        if args.command == "scheduler":
+            return asyncio.run(_scheduler(args))
         if args.command == "plugins":
             return _plugins()
         return _version()
     except (ManifestError, ConfigError, RegistryError) as exc:
         print(f"asyncsched: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KubeError as exc:
+        print(f"asyncsched: error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -115,6 +169,34 @@ def _simulate(args: argparse.Namespace) -> int:
             out.close()
     print(summarize(sim, outcome).render())
     return EXIT_DEADLOCK if outcome.reason == "deadlock" else EXIT_OK
+
+
+async def _scheduler(args: argparse.Namespace) -> int:
+    config = ConfigSource(Registry(), args.config)
+    for warning in config.current.configuration.warnings:
+        print(f"asyncsched: warning: {warning}", file=sys.stderr)
+    client = await connect(args.kubeconfig, args.context)
+    options = SchedulerOptions(
+        identity=args.identity,
+        scheduler_names=tuple(args.scheduler_name or DEFAULT_SCHEDULER_NAMES),
+        period=args.period,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.lease_namespace,
+        lease_name=args.lease_name,
+        lease_duration=args.lease_duration,
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+        config_map=args.config_map,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await KubeScheduler(client, config, options).run(stop)
+    finally:
+        await client.close()
+    return EXIT_OK
 
 
 def _plugins() -> int:

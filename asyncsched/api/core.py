@@ -14,6 +14,7 @@ from asyncsched.api.meta import Condition, ObjectMeta
 
 __all__ = [
     "Affinity",
+    "ConfigMap",
     "Container",
     "Node",
     "NodeAffinity",
@@ -137,6 +138,14 @@ class Node(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind",
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
     status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+class ConfigMap(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="ConfigMap"
+):
+    api_version: str = "v1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    data: dict[str, str] = {}
 
 
 class PriorityClass(

@@ -40,6 +40,7 @@ class ConfigSource:
         self._digest = ""
         self.reloads = 0
         self.rejections = 0
+        self.last_error = ""
         if self.path is None:
             self.current = load_configuration(DEFAULT_CONFIGURATION, registry, "built-in default")
             return
@@ -75,24 +76,28 @@ class ConfigSource:
             text = self._read()
         except ConfigError as exc:
             return self._reject(str(exc))
+        return self.offer(text, str(self.path))
+
+    def offer(self, text: str, source: str) -> ReloadOutcome:
+        """Consider a configuration text (from the file, or from a ConfigMap watch)."""
         digest = hashlib.sha256(text.encode()).hexdigest()
         if digest == self._digest:
             return ReloadOutcome(changed=False)
+        self._digest = digest
         try:
-            loaded: LoadedConfiguration = load_configuration(text, self.registry, str(self.path))
+            loaded: LoadedConfiguration = load_configuration(text, self.registry, source)
         except ConfigError as exc:
-            self._digest = digest
             return self._reject(str(exc))
         self.current = loaded
-        self._digest = digest
         self.reloads += 1
         warnings = loaded.configuration.warnings
-        log.info("configuration %s reloaded", self.path)
+        log.info("configuration from %s taken into use", source)
         for warning in warnings:
             log.warning("%s", warning)
         return ReloadOutcome(changed=True, warnings=warnings)
 
     def _reject(self, message: str) -> ReloadOutcome:
         self.rejections += 1
+        self.last_error = message
         log.error("configuration rejected, keeping the previous one: %s", message)
         return ReloadOutcome(changed=False, error=message)

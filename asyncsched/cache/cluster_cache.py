@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.model import (
     ClusterSnapshot,
     JobInfo,
@@ -60,6 +61,7 @@ class ClusterCache:
     # -- nodes -------------------------------------------------------------
 
     def upsert_node(self, node: Node) -> None:
+        """Take a Node; ValueError (and no change) if its allocatable cannot be read."""
         name = node.metadata.name
         existing = self.nodes.get(name)
         if existing is None:
@@ -84,6 +86,7 @@ class ClusterCache:
         return pod.spec.scheduler_name in self.scheduler_names
 
     def upsert_pod(self, pod: Pod) -> None:
+        """Take a Pod; ValueError (and no change) if its requests cannot be read."""
         key = _pod_key(pod)
         previous = self.tasks.get(key)
         task = TaskInfo.from_pod(pod, job=self._job_key(pod), priority=0)
@@ -173,6 +176,8 @@ class ClusterCache:
     # -- podgroups, queues, priority classes ------------------------------------
 
     def upsert_podgroup(self, podgroup: PodGroup) -> None:
+        """Take a PodGroup; ValueError (and no change) if its minResources cannot be read."""
+        JobInfo.from_podgroup(podgroup, 0)
         key = f"{podgroup.metadata.namespace}/{podgroup.metadata.name}"
         entry = self.jobs.get(key)
         if entry is None:
@@ -193,17 +198,21 @@ class ClusterCache:
             del self.jobs[key]
         self.generation += 1
 
+    def set_podgroup_status(self, key: str, status: PodGroupStatus) -> None:
+        """Remember a status the scheduler wrote, before the watch echoes it back."""
+        entry = self.jobs.get(key)
+        if entry is not None and entry.podgroup is not None and entry.podgroup.status != status:
+            entry.podgroup = msgspec.structs.replace(entry.podgroup, status=status)
+
     def set_podgroup_phase(self, key: str, phase: str) -> None:
-        """Remember a phase the scheduler wrote, before the watch echoes it back."""
         entry = self.jobs.get(key)
         if entry is not None and entry.podgroup is not None:
-            status = entry.podgroup.status
-            if status.phase != phase:
-                entry.podgroup = msgspec.structs.replace(
-                    entry.podgroup, status=msgspec.structs.replace(status, phase=phase)
-                )
+            status = msgspec.structs.replace(entry.podgroup.status, phase=phase)
+            self.set_podgroup_status(key, status)
 
     def upsert_queue(self, queue: Queue) -> None:
+        """Take a Queue; ValueError (and no change) if its resource lists cannot be read."""
+        QueueInfo.from_queue(queue)
         self.queues[queue.metadata.name] = queue
         self.generation += 1
 

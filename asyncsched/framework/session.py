@@ -161,36 +161,30 @@ class Session:
 
     # -- orders --------------------------------------------------------------
 
+    def _before(self, hook: Hook[Any], left: Any, right: Any, tiebreak: tuple[Any, Any]) -> bool:
+        """The plugins' order; when none decides, older first, then by name (deterministic)."""
+        decided = dispatch.first_decisive(self._tiers(hook), self._call(hook), left, right)
+        if decided:
+            return decided < 0
+        return bool(tiebreak[0] < tiebreak[1])
+
     def job_order(self, left: JobInfo, right: JobInfo) -> bool:
         """True if ``left`` should be scheduled before ``right``."""
-        decided = dispatch.first_decisive(
-            self._tiers(JOB_ORDER), self._call(JOB_ORDER), left, right
+        return self._before(
+            JOB_ORDER, left, right, ((left.creation, left.uid), (right.creation, right.uid))
         )
-        if decided:
-            return decided < 0
-        if left.creation != right.creation:
-            return left.creation < right.creation
-        return left.uid < right.uid
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> bool:
-        decided = dispatch.first_decisive(
-            self._tiers(QUEUE_ORDER), self._call(QUEUE_ORDER), left, right
+        """True if ``left`` should be served before ``right``."""
+        return self._before(
+            QUEUE_ORDER, left, right, ((left.creation, left.name), (right.creation, right.name))
         )
-        if decided:
-            return decided < 0
-        if left.creation != right.creation:
-            return left.creation < right.creation
-        return left.name < right.name
 
     def task_order(self, left: TaskInfo, right: TaskInfo) -> bool:
-        decided = dispatch.first_decisive(
-            self._tiers(TASK_ORDER), self._call(TASK_ORDER), left, right
+        """True if ``left`` should be placed before ``right`` (tasks of one job)."""
+        return self._before(
+            TASK_ORDER, left, right, ((left.creation, left.name), (right.creation, right.name))
         )
-        if decided:
-            return decided < 0
-        if left.creation != right.creation:
-            return left.creation < right.creation
-        return left.name < right.name
 
     def job_key(self) -> Callable[[JobInfo], Any]:
         """A sort key that orders jobs by job_order."""

@@ -1,0 +1,231 @@
+"""List-then-watch of one resource, kept going through every failure.
+
+An informer lists a resource (in pages), hands every object to its handler,
+then watches from the list's resourceVersion with bookmarks. A 410 Gone means
+the version is too old: it lists again and reports what vanished meanwhile.
+Any other error backs off exponentially and resumes. Objects that do not
+decode are skipped and reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from asyncsched.backends.kube.client import KubeClient, KubeError
+
+__all__ = ["Backoff", "Informer", "ResourceKind"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ResourceKind(Generic[T]):
+    """Where a resource lives and which Struct it decodes into."""
+
+    kind: str
+    path: str
+    type: type[T]
+    optional: bool = False
+    """A CRD that may not be installed: a 404 counts as synced and empty."""
+    field_selector: str = ""
+
+
+class _Meta(msgspec.Struct):
+    name: str = ""
+    namespace: str = ""
+    resourceVersion: str = ""
+
+
+class _ListMeta(msgspec.Struct):
+    resourceVersion: str = ""
+    # continue is a keyword in Python
+    cont: str = msgspec.field(default="", name="continue")
+
+
+class _Page(msgspec.Struct):
+    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+    items: list[msgspec.Raw] = []
+
+
+class _Event(msgspec.Struct):
+    type: str
+    object: msgspec.Raw
+
+
+class _Named(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+class _Status(msgspec.Struct):
+    code: int = 0
+    message: str = ""
+
+
+class Backoff:
+    """Exponential backoff with jitter, reset after a success."""
+
+    def __init__(self, initial: float = 0.5, maximum: float = 30.0) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self.delay = initial
+
+    def next(self) -> float:
+        delay = self.delay
+        self.delay = min(self.delay * 2, self.maximum)
+        return delay * random.uniform(0.8, 1.2)
+
+    def reset(self) -> None:
+        self.delay = self.initial
+
+
+Handler = Callable[[Any], None]
+DeleteHandler = Callable[[str, str], None]
+BadHandler = Callable[[str, str, str, str], None]
+"""(kind, namespace, name, problem) of an object that could not be decoded."""
+
+
+class Informer(Generic[T]):
+    """Keeps a handler told of every object of one resource."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: ResourceKind[T],
+        on_upsert: Handler,
+        on_delete: DeleteHandler,
+        on_bad: BadHandler,
+        *,
+        page_size: int = 500,
+        watch_seconds: int = 300,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.on_upsert = on_upsert
+        self.on_delete = on_delete
+        self.on_bad = on_bad
+        self.page_size = page_size
+        self.watch_seconds = watch_seconds
+        self.synced = asyncio.Event()
+        self.known: dict[tuple[str, str], str] = {}
+        """(namespace, name) -> resourceVersion of everything handed to on_upsert."""
+        self.relists = 0
+        self.errors = 0
+
+    async def run(self, rounds: int | None = None) -> None:
+        """List and watch until cancelled (or for ``rounds`` list+watch cycles, for tests)."""
+        backoff = Backoff()
+        done = 0
+        version = ""
+        while rounds is None or done < rounds:
+            done += 1
+            try:
+                if not version:
+                    version = await self._list()
+                    self.synced.set()
+                version = await self._watch(version)
+                backoff.reset()
+            except KubeError as exc:
+                if exc.status == 404 and self.resource.optional:
+                    self.synced.set()
+                    await asyncio.sleep(backoff.next() * 10)
+                    continue
+                if exc.status == 410:
+                    version = ""
+                    continue
+                self.errors += 1
+                delay = backoff.next()
+                log.warning("%s: %s; retrying in %.1fs", self.resource.kind, exc, delay)
+                await asyncio.sleep(delay)
+
+    async def _list(self) -> str:
+        """List everything (in pages); forget what vanished since the last list."""
+        self.relists += 1
+        seen: dict[tuple[str, str], str] = {}
+        params = self._params({"limit": str(self.page_size)})
+        version = ""
+        while True:
+            page = msgspec.json.decode(
+                await self.client.get(self.resource.path, params), type=_Page
+            )
+            version = page.metadata.resourceVersion or version
+            for raw in page.items:
+                key = self._apply(raw)
+                if key is not None:
+                    seen[key[0]] = key[1]
+            if not page.metadata.cont:
+                break
+            params = self._params({"limit": str(self.page_size), "continue": page.metadata.cont})
+        for namespace, name in set(self.known) - set(seen):
+            self.on_delete(namespace, name)
+        self.known = seen
+        return version
+
+    async def _watch(self, version: str) -> str:
+        params = self._params(
+            {
+                "watch": "true",
+                "resourceVersion": version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": str(self.watch_seconds),
+            }
+        )
+        async for line in self.client.stream(
+            self.resource.path, params, timeout=self.watch_seconds + 30
+        ):
+            try:
+                event = msgspec.json.decode(line, type=_Event)
+            except msgspec.DecodeError:
+                log.warning("%s: unreadable watch line skipped", self.resource.kind)
+                continue
+            if event.type == "ERROR":
+                status = msgspec.json.decode(event.object, type=_Status)
+                raise KubeError(status.code, status.message)
+            named = msgspec.json.decode(event.object, type=_Named)
+            version = named.metadata.resourceVersion or version
+            if event.type == "BOOKMARK":
+                continue
+            if event.type == "DELETED":
+                key = (named.metadata.namespace, named.metadata.name)
+                self.known.pop(key, None)
+                self.on_delete(*key)
+            else:
+                self._apply(event.object)
+        return version
+
+    def _params(self, params: dict[str, str]) -> dict[str, str]:
+        if self.resource.field_selector:
+            params["fieldSelector"] = self.resource.field_selector
+        return params
+
+    def _apply(self, raw: msgspec.Raw) -> tuple[tuple[str, str], str] | None:
+        try:
+            obj = msgspec.json.decode(raw, type=self.resource.type)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            named = _lenient_name(raw)
+            self.on_bad(self.resource.kind, named.namespace, named.name, str(exc))
+            return None
+        meta = obj.metadata  # type: ignore[attr-defined]
+        key = (meta.namespace, meta.name)
+        try:
+            self.on_upsert(obj)
+        except ValueError as exc:
+            self.on_bad(self.resource.kind, meta.namespace, meta.name, str(exc))
+            return None
+        self.known[key] = meta.resource_version
+        return key, meta.resource_version
+
+
+def _lenient_name(raw: msgspec.Raw) -> _Meta:
+    try:
+        return msgspec.json.decode(raw, type=_Named).metadata
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return _Meta(name="?")

@@ -1,0 +1,82 @@
+"""Prometheus metrics and the /metrics, /healthz and /readyz endpoints.
+
+Each scheduler has its own registry, so several can live in one process
+(tests) without clashing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+__all__ = ["Metrics", "serve_http"]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.sessions = Counter("asyncsched_sessions", "Scheduling sessions run", registry=r)
+        self.session_seconds = Histogram(
+            "asyncsched_session_duration_seconds",
+            "Time one session takes",
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10),
+            registry=r,
+        )
+        self.binds = Counter("asyncsched_binds", "Pods bound", registry=r)
+        self.bind_failures = Counter("asyncsched_bind_failures", "Binds refused", registry=r)
+        self.unschedulable = Counter(
+            "asyncsched_unschedulable_pods", "Pending pods reported unschedulable", registry=r
+        )
+        self.decode_errors = Counter(
+            "asyncsched_skipped_objects",
+            "Objects skipped because they could not be read",
+            ["kind"],
+            registry=r,
+        )
+        self.plugin_failures = Counter(
+            "asyncsched_plugin_failures", "Plugin callbacks that raised", ["plugin"], registry=r
+        )
+        self.config_reloads = Counter(
+            "asyncsched_config_reloads", "Configurations taken into use", registry=r
+        )
+        self.config_rejections = Counter(
+            "asyncsched_config_rejections", "Configurations refused as invalid", registry=r
+        )
+        self.leader = Gauge("asyncsched_leader", "1 while this replica holds the lease", registry=r)
+        self.pending = Gauge("asyncsched_pending_pods", "Pods waiting to be placed", registry=r)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+async def serve_http(
+    metrics: Metrics, ready: Callable[[], bool], host: str, port: int
+) -> web.AppRunner:
+    """Start the HTTP endpoints; the caller cleans up the returned runner."""
+
+    async def metrics_view(_: web.Request) -> web.Response:
+        return web.Response(body=metrics.exposition(), content_type="text/plain")
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        if ready():
+            return web.Response(text="ok")
+        return web.Response(status=503, text="informers not synced")
+
+    app = web.Application()
+    app.add_routes(
+        [
+            web.get("/metrics", metrics_view),
+            web.get("/healthz", healthz),
+            web.get("/readyz", readyz),
+        ]
+    )
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner

@@ -1,0 +1,308 @@
+"""The scheduler against a real API server: informers in, sessions, binds and status out.
+
+Everything here is I/O around the pure core. Watch events update the cache
+and wake the loop; a session runs as soon as something changed (bursts
+coalesce while a session runs) and at least every period. Informers and the
+cache stay warm on a standby replica, so a takeover schedules at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api.core import ConfigMap
+from asyncsched.api.topology import HyperNode
+from asyncsched.backends.config_source import ConfigSource
+from asyncsched.backends.kube.binder import Binder
+from asyncsched.backends.kube.client import KubeClient
+from asyncsched.backends.kube.informer import Informer, ResourceKind
+from asyncsched.backends.kube.leader import LeaderElector
+from asyncsched.backends.kube.metrics import Metrics, serve_http
+from asyncsched.backends.kube.status import StatusWriter
+from asyncsched.cache import DEFAULT_SCHEDULER_NAMES, ClusterCache
+from asyncsched.framework import SessionResult, run_session
+
+__all__ = ["KubeScheduler", "SchedulerOptions"]
+
+log = logging.getLogger(__name__)
+
+PODS = ResourceKind("Pod", "/api/v1/pods", Pod)
+NODES = ResourceKind("Node", "/api/v1/nodes", Node)
+PODGROUPS = ResourceKind("PodGroup", "/apis/scheduling.volcano.sh/v1beta1/podgroups", PodGroup)
+QUEUES = ResourceKind("Queue", "/apis/scheduling.volcano.sh/v1beta1/queues", Queue)
+PRIORITY_CLASSES = ResourceKind(
+    "PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses", PriorityClass
+)
+HYPERNODES = ResourceKind(
+    "HyperNode", "/apis/topology.volcano.sh/v1alpha1/hypernodes", HyperNode, optional=True
+)
+
+CONFIG_KEYS = ("scheduler.yaml", "volcano-scheduler.conf")
+"""Keys looked for in a configuration ConfigMap: ours, then Volcano's."""
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    identity: str
+    scheduler_names: tuple[str, ...] = DEFAULT_SCHEDULER_NAMES
+    period: float = 1.0
+    leader_elect: bool = False
+    lease_namespace: str = "asyncsched-system"
+    lease_name: str = "asyncsched"
+    lease_duration: float = 15.0
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = 0
+    """0 = no HTTP endpoint."""
+    bind_concurrency: int = 16
+    config_map: str = ""
+    """NAMESPACE/NAME[:KEY] of a ConfigMap to read the configuration from, through the API."""
+
+
+class KubeScheduler:
+    """One scheduler replica."""
+
+    def __init__(self, client: KubeClient, config: ConfigSource, options: SchedulerOptions) -> None:
+        self.client = client
+        self.config = config
+        self.options = options
+        self.cache = ClusterCache(options.scheduler_names)
+        self.metrics = Metrics()
+        self.dirty = asyncio.Event()
+        self.elector = (
+            LeaderElector(
+                client,
+                options.lease_namespace,
+                options.lease_name,
+                options.identity,
+                lease_duration=options.lease_duration,
+                renew_deadline=options.lease_duration * 2 / 3,
+                retry_period=max(options.lease_duration / 7.5, 0.2),
+            )
+            if options.leader_elect
+            else None
+        )
+        self.binder = Binder(
+            client,
+            concurrency=options.bind_concurrency,
+            may_bind=self.is_leader,
+            on_done=self._bind_done,
+        )
+        self.status = StatusWriter(client, options.identity)
+        self._reported_bad: set[tuple[str, str, str, str]] = set()
+        self.sessions = 0
+        self.informers: list[Informer[Any]] = [
+            self._informer(PODS, self.cache.upsert_pod, self._pod_deleted),
+            self._informer(NODES, self.cache.upsert_node, lambda ns, n: self.cache.delete_node(n)),
+            self._informer(PODGROUPS, self.cache.upsert_podgroup, self.cache.delete_podgroup),
+            self._informer(
+                QUEUES, self.cache.upsert_queue, lambda ns, n: self.cache.delete_queue(n)
+            ),
+            self._informer(
+                PRIORITY_CLASSES,
+                self.cache.upsert_priority_class,
+                lambda ns, n: self.cache.delete_priority_class(n),
+            ),
+            self._informer(HYPERNODES, lambda obj: None, lambda ns, n: None),
+        ]
+        if options.config_map:
+            self.informers.append(self._config_map_informer(options.config_map))
+
+    def _informer(self, kind: ResourceKind[Any], upsert: Any, delete: Any) -> Informer[Any]:
+        def on_upsert(obj: Any) -> None:
+            upsert(obj)
+            self.dirty.set()
+
+        def on_delete(namespace: str, name: str) -> None:
+            delete(namespace, name)
+            self.dirty.set()
+
+        return Informer(self.client, kind, on_upsert, on_delete, self._bad_object)
+
+    def _config_map_informer(self, reference: str) -> Informer[Any]:
+        """Follow the configuration in a ConfigMap: each change is validated, then swapped in."""
+        where, _, key = reference.partition(":")
+        namespace, _, name = where.partition("/")
+        kind = ResourceKind(
+            "ConfigMap",
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            ConfigMap,
+            field_selector=f"metadata.name={name}",
+        )
+
+        def on_upsert(config_map: ConfigMap) -> None:
+            chosen = key or next((k for k in CONFIG_KEYS if k in config_map.data), "")
+            if chosen not in config_map.data:
+                self._config_rejected(config_map, f"ConfigMap {where} has no key {chosen!r}")
+                return
+            outcome = self.config.offer(config_map.data[chosen], f"ConfigMap {where}[{chosen}]")
+            if outcome.changed:
+                self.metrics.config_reloads.inc()
+                self.dirty.set()
+            elif outcome.error:
+                self._config_rejected(config_map, outcome.error)
+
+        return Informer(self.client, kind, on_upsert, lambda ns, n: None, self._bad_object)
+
+    def _config_rejected(self, config_map: ConfigMap, message: str) -> None:
+        self.metrics.config_rejections.inc()
+        log.error("configuration rejected, keeping the previous one: %s", message)
+        if self.is_leader():
+            meta = config_map.metadata
+            self.status.event(
+                "ConfigMap",
+                meta.namespace,
+                meta.name,
+                meta.uid,
+                "InvalidConfiguration",
+                f"configuration rejected, the previous one stays in force: {message}",
+                "Warning",
+            )
+
+    def _pod_deleted(self, namespace: str, name: str) -> None:
+        self.cache.delete_pod(namespace, name)
+        self.status.forget(f"{namespace}/{name}")
+
+    def _bad_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
+        """Skip an object we cannot read: log, count, and tell its owner with a warning Event."""
+        self.metrics.decode_errors.labels(kind).inc()
+        key = (kind, namespace, name, problem)
+        if key in self._reported_bad:
+            return
+        self._reported_bad.add(key)
+        where = f"{namespace}/{name}" if namespace else name
+        log.warning("skipped %s %s: %s", kind, where, problem)
+        if self.is_leader():
+            self.status.event(
+                kind,
+                namespace,
+                name,
+                "",
+                "InvalidObject",
+                f"asyncsched cannot read this {kind} and ignores it: {problem}",
+                "Warning",
+                api_version=_API_VERSIONS.get(kind, "v1"),
+            )
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers)
+
+    # -- the loop --------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run until ``stop`` is set, then shut down cleanly (in-flight binds finish)."""
+        background = [asyncio.create_task(i.run()) for i in self.informers]
+        if self.elector is not None:
+            background.append(asyncio.create_task(self.elector.run()))
+        runner = None
+        if self.options.metrics_port:
+            runner = await serve_http(
+                self.metrics, self.synced, self.options.metrics_host, self.options.metrics_port
+            )
+        try:
+            await self._wait_synced(stop)
+            log.info(
+                "informers synced: %d nodes, %d pods", len(self.cache.nodes), len(self.cache.tasks)
+            )
+            while not stop.is_set():
+                await self._wait_for_work(stop)
+                if stop.is_set():
+                    break
+                self.metrics.leader.set(1 if self.is_leader() else 0)
+                if self.is_leader():
+                    await self.run_once()
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await self.binder.drain()
+            await self.status.drain()
+            if self.elector is not None:
+                await self.elector.release()
+            if runner is not None:
+                await runner.cleanup()
+
+    async def _wait_synced(self, stop: asyncio.Event) -> None:
+        while not self.synced() and not stop.is_set():
+            await asyncio.sleep(0.05)
+
+    async def _wait_for_work(self, stop: asyncio.Event) -> None:
+        waiters = [asyncio.create_task(self.dirty.wait()), asyncio.create_task(stop.wait())]
+        if self.elector is not None:
+            waiters.append(asyncio.create_task(self.elector.changed.wait()))
+        try:
+            await asyncio.wait(
+                waiters, timeout=self.options.period, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        self.dirty.clear()
+        if self.elector is not None:
+            self.elector.changed.clear()
+
+    async def run_once(self) -> SessionResult:
+        """One session: snapshot on the loop, decide in a worker thread, act on the loop."""
+        outcome = self.config.poll()
+        if outcome.changed:
+            self.metrics.config_reloads.inc()
+        if outcome.error:
+            self.metrics.config_rejections.inc()
+        self.sessions += 1
+        began = time.perf_counter()
+        snapshot = self.cache.snapshot(now=time.time())
+        result, _ = await asyncio.to_thread(
+            run_session, snapshot, self.config.current, f"{self.options.identity}-{self.sessions}"
+        )
+        self.metrics.session_seconds.observe(time.perf_counter() - began)
+        self.metrics.sessions.inc()
+        self._apply(result)
+        return result
+
+    def _apply(self, result: SessionResult) -> None:
+        for failure in result.failures:
+            self.metrics.plugin_failures.labels(failure.plugin).inc()
+        if not self.is_leader():
+            return
+        for update in result.podgroups:
+            entry = self.cache.jobs.get(update.job)
+            if entry is None or entry.podgroup is None:
+                continue
+            written = self.status.podgroup(update, entry.podgroup.status)
+            if written is not None:
+                self.cache.set_podgroup_status(update.job, written)
+        for bind in result.binds:
+            pod = self.cache.pods.get(bind.uid)
+            if pod is None or not self.cache.mark_binding(bind.uid, bind.node):
+                continue
+            self.binder.submit(bind.namespace, bind.name, pod.metadata.uid, bind.node)
+        for note in result.unschedulable:
+            pod = self.cache.pods.get(note.uid)
+            if pod is not None:
+                self.metrics.unschedulable.inc()
+                self.status.unschedulable(note, pod.metadata.uid)
+        self.metrics.pending.set(self.cache.pending_tasks())
+
+    def _bind_done(self, key: str, node: str, error: str | None) -> None:
+        if error is None:
+            self.metrics.binds.inc()
+            self.status.forget(key)
+            return
+        self.metrics.bind_failures.inc()
+        self.cache.bind_failed(key)
+        self.dirty.set()
+
+
+_API_VERSIONS = {
+    "PodGroup": "scheduling.volcano.sh/v1beta1",
+    "Queue": "scheduling.volcano.sh/v1beta1",
+    "PriorityClass": "scheduling.k8s.io/v1",
+    "HyperNode": "topology.volcano.sh/v1alpha1",
+}

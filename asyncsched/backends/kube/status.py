@@ -1,0 +1,161 @@
+"""Writes back what sessions found: PodGroup status, pod conditions, Kubernetes Events.
+
+Only real changes are written: a PodGroup whose phase, counts and conditions
+(ignoring the session stamp) are unchanged is left alone, and a pod's
+Unschedulable condition and Event are written when its reason changes, so a
+pending pod does not cost a write every second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Coroutine
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from asyncsched.api import Condition
+from asyncsched.api.volcano import PodGroupStatus
+from asyncsched.backends.kube.client import STRATEGIC_MERGE_PATCH, KubeClient, KubeError
+from asyncsched.framework.results import PodGroupUpdate, TaskUnschedulable
+
+__all__ = ["StatusWriter", "now_rfc3339"]
+
+log = logging.getLogger(__name__)
+COMPONENT = "asyncsched"
+
+
+def now_rfc3339() -> str:
+    return datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _comparable(status: PodGroupStatus) -> tuple[object, ...]:
+    return (
+        status.phase,
+        status.running,
+        status.succeeded,
+        status.failed,
+        tuple((c.type, c.status, c.reason, c.message) for c in status.conditions),
+    )
+
+
+class StatusWriter:
+    """Sends status patches and Events in the background, at most ``concurrency`` at once."""
+
+    def __init__(self, client: KubeClient, identity: str, concurrency: int = 8) -> None:
+        self.client = client
+        self.identity = identity
+        self._slots = asyncio.Semaphore(concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reasons: dict[str, str] = {}
+        self.writes = 0
+        self.errors = 0
+
+    def _spawn(self, coro: Coroutine[Any, Any, bytes]) -> None:
+        task: asyncio.Task[None] = asyncio.create_task(self._guard(coro))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _guard(self, coro: Coroutine[Any, Any, bytes]) -> None:
+        async with self._slots:
+            try:
+                await coro
+                self.writes += 1
+            except KubeError as exc:
+                self.errors += 1
+                log.warning("status write failed: %s", exc)
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- PodGroups -------------------------------------------------------------
+
+    def podgroup(self, update: PodGroupUpdate, current: PodGroupStatus) -> PodGroupStatus | None:
+        """Patch a PodGroup's status if it changed; return the new status (for the cache)."""
+        stamp = now_rfc3339()
+        conditions = [
+            c if c.last_transition_time else msgspec.structs.replace(c, last_transition_time=stamp)
+            for c in update.conditions
+        ]
+        status = PodGroupStatus(
+            phase=update.phase,
+            conditions=conditions,
+            running=update.running,
+            succeeded=update.succeeded,
+            failed=update.failed,
+        )
+        if _comparable(status) == _comparable(current):
+            return None
+        body = msgspec.json.encode({"status": status})
+        path = (
+            f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{update.namespace}"
+            f"/podgroups/{update.name}/status"
+        )
+        self._spawn(self.client.patch(path, body))
+        return status
+
+    # -- pods --------------------------------------------------------------------
+
+    def unschedulable(self, note: TaskUnschedulable, pod_uid: str) -> None:
+        """PodScheduled=False/Unschedulable with the reason, and a FailedScheduling Event."""
+        if self._reasons.get(note.uid) == note.message:
+            return
+        self._reasons[note.uid] = note.message
+        stamp = now_rfc3339()
+        condition = Condition(
+            type="PodScheduled",
+            status="False",
+            reason="Unschedulable",
+            message=note.message,
+            last_transition_time=stamp,
+        )
+        body = msgspec.json.encode({"status": {"conditions": [condition]}})
+        path = f"/api/v1/namespaces/{note.namespace}/pods/{note.name}/status"
+        self._spawn(self.client.patch(path, body, STRATEGIC_MERGE_PATCH))
+        self.event(
+            "Pod", note.namespace, note.name, pod_uid, "FailedScheduling", note.message, "Warning"
+        )
+
+    def forget(self, key: str) -> None:
+        self._reasons.pop(key, None)
+
+    def event(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        uid: str,
+        reason: str,
+        message: str,
+        type_: str = "Normal",
+        api_version: str = "v1",
+    ) -> None:
+        """Create a core/v1 Event about an object (cluster-scoped ones go to ``default``)."""
+        where = namespace or "default"
+        stamp = now_rfc3339()
+        event = {
+            "metadata": {"name": f"{name}.{secrets.token_hex(6)}", "namespace": where},
+            "involvedObject": {
+                "kind": kind,
+                "namespace": namespace,
+                "name": name,
+                "uid": uid,
+                "apiVersion": api_version,
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": type_,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.identity,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        self._spawn(
+            self.client.post(f"/api/v1/namespaces/{where}/events", msgspec.json.encode(event))
+        )

@@ -84,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
         "--config", metavar="CONF", help="scheduler configuration file, re-read when it changes"
     )
     run.add_argument(
+        "--config-map",
+        metavar="NAMESPACE/NAME[:KEY]",
+        default="",
+        help="also follow the configuration in this ConfigMap through the API",
+    )
+    run.add_argument(
         "--scheduler-name",
         action="append",
         metavar="NAME",

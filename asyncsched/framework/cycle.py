@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+import msgspec
+
 from asyncsched.api import Condition
 from asyncsched.framework.arguments import ArgumentError, Arguments
 from asyncsched.framework.conf import ConfigError, SchedulerConfiguration, parse_configuration
@@ -133,13 +135,7 @@ def _podgroup_status(job: JobInfo, condition: Condition | None) -> PodGroupUpdat
         phase = PodGroupPhase.PENDING
     else:
         phase = job.phase
-    conditions = tuple(
-        c
-        for c in (job.podgroup.status.conditions if job.podgroup else [])
-        if condition is None or c.type != condition.type
-    )
-    if condition is not None:
-        conditions = (*conditions, condition)
+    conditions = _merge_condition(job.podgroup.status.conditions if job.podgroup else [], condition)
     return PodGroupUpdate(
         job=job.uid,
         namespace=job.namespace,
@@ -150,3 +146,23 @@ def _podgroup_status(job: JobInfo, condition: Condition | None) -> PodGroupUpdat
         succeeded=job.count((TaskStatus.SUCCEEDED,)),
         failed=job.count((TaskStatus.FAILED,)),
     )
+
+
+def _merge_condition(existing: list[Condition], new: Condition | None) -> tuple[Condition, ...]:
+    """Replace the condition of the new one's type; once scheduled, Unschedulable turns False.
+
+    Volcano leaves a stale ``Unschedulable=True`` beside ``Scheduled=True``;
+    tools that read the PodGroup then see a running gang as unschedulable.
+    """
+    if new is None:
+        return tuple(existing)
+    kept = []
+    for c in existing:
+        if c.type == new.type:
+            continue
+        if new.type == SCHEDULED and c.type == UNSCHEDULABLE and c.status == "True":
+            c = msgspec.structs.replace(
+                c, status="False", reason=new.reason, message="", last_transition_time=None
+            )
+        kept.append(c)
+    return (*kept, new)

@@ -51,6 +51,7 @@ class StatusWriter:
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self._reasons: dict[str, str] = {}
+        self._podgroup_status_subresource: bool | None = None
         self.writes = 0
         self.errors = 0
 
@@ -93,10 +94,27 @@ class StatusWriter:
         body = msgspec.json.encode({"status": status})
         path = (
             f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{update.namespace}"
-            f"/podgroups/{update.name}/status"
+            f"/podgroups/{update.name}"
         )
-        self._spawn(self.client.patch(path, body))
+        self._spawn(self._patch_podgroup(path, body))
         return status
+
+    async def _patch_podgroup(self, path: str, body: bytes) -> bytes:
+        """Through /status where the CRD has that subresource, else the object itself.
+
+        Volcano's own PodGroup CRD has no status subresource; a CRD that has one
+        ignores status in writes to the object. The first 404 on /status settles it.
+        """
+        if self._podgroup_status_subresource is not False:
+            try:
+                answer = await self.client.patch(path + "/status", body)
+                self._podgroup_status_subresource = True
+                return answer
+            except KubeError as exc:
+                if exc.status != 404 or self._podgroup_status_subresource:
+                    raise
+                self._podgroup_status_subresource = False
+        return await self.client.patch(path, body)
 
     # -- pods --------------------------------------------------------------------
 

@@ -164,6 +164,7 @@ class Decision:
     ``delayed`` holds requests to hand back to reconcile at a virtual/real time
     (policy timeouts); ``requeue_at`` is when to look again without any event
     (the earliest delayed request or the ttlSecondsAfterFinished deadline).
+    Carry out ``actions`` in order, then write the status.
     """
 
     status: JobStatus
@@ -171,3 +172,5 @@ class Decision:
     actions: list[Action] = field(default_factory=list)
     delayed: list[tuple[float, Request]] = field(default_factory=list)
     requeue_at: float | None = None
+    resync: bool = False
+    """The phase moved: reconcile again (Volcano requeues a Job whose phase changed)."""

@@ -1,4 +1,4 @@
-"""Admission for Jobs: Volcano's defaults, then every reason a Job cannot run, before anything exists.
+"""Admission for Jobs: Volcano's defaults, then every reason a Job cannot run.
 
 ``validate`` returns one message per problem, each naming the field and the
 value at fault, so a user fixes the YAML in one pass.
@@ -120,9 +120,13 @@ def _policy_problems(policies: list[LifecyclePolicy], where: str) -> list[str]:
             try:
                 parse_duration(policy.timeout)
             except ValueError:
-                problems.append(f"{at}: timeout {policy.timeout!r} is not a duration like 90s or 5m")
+                problems.append(
+                    f"{at}: timeout {policy.timeout!r} is not a duration like 90s or 5m"
+                )
     if "*" in seen_events and len(seen_events) > 1:
-        problems.append(f"{where}: a '*' policy catches every event, so no other event may be listed")
+        problems.append(
+            f"{where}: a '*' policy catches every event, so no other event may be listed"
+        )
     return problems
 
 
@@ -135,7 +139,9 @@ def _dependency_problems(job: Job) -> list[str]:
             continue
         for dep in task.depends_on.name:
             if dep not in names:
-                problems.append(f"task {task.name!r} depends on {dep!r}, which is not a task of the job")
+                problems.append(
+                    f"task {task.name!r} depends on {dep!r}, which is not a task of the job"
+                )
             elif dep == task.name:
                 problems.append(f"task {task.name!r} depends on itself")
             else:
@@ -193,13 +199,13 @@ def validate(
     if "mpi" in spec.plugins:
         master, _ = master_and_worker(spec.plugins["mpi"])
         if all(t.name != master for t in spec.tasks):
-            problems.append(f"the mpi plugin needs a master task named {master!r}, and there is none")
+            problems.append(
+                f"the mpi plugin needs a master task named {master!r}, and there is none"
+            )
     nt = spec.network_topology
     if nt is not None:
         if nt.highest_tier_allowed is not None and nt.highest_tier_name:
-            problems.append(
-                "networkTopology: set highestTierAllowed or highestTierName, not both"
-            )
+            problems.append("networkTopology: set highestTierAllowed or highestTierName, not both")
         if nt.mode not in ("", "hard", "soft"):
             problems.append(f"networkTopology.mode {nt.mode!r} must be 'hard' or 'soft'")
     seen: set[str] = set()
@@ -223,7 +229,9 @@ def validate(
         pod = keys.pod_name(name, task.name, max(task.replicas - 1, 0))
         why = _name_problem(pod)
         if why:
-            problems.append(f"{where}: its pods would be named like {pod!r}, which is not valid: {why}")
+            problems.append(
+                f"{where}: its pods would be named like {pod!r}, which is not valid: {why}"
+            )
         if not isinstance(task.template.get("spec"), dict) or not task.template["spec"].get(
             "containers"
         ):
@@ -238,7 +246,8 @@ def validate(
         )
     if spec.min_success is not None and spec.min_success > total:
         problems.append(
-            f"spec.minSuccess {spec.min_success} is larger than the sum of the tasks' replicas ({total})"
+            f"spec.minSuccess {spec.min_success} is larger than the sum of the tasks' "
+            f"replicas ({total})"
         )
     if spec.max_retry < 0:
         problems.append(f"spec.maxRetry {spec.max_retry} must not be negative")
@@ -275,7 +284,9 @@ def validate(
     else:
         state = queues[queue] or "Open"
         if state != "Open":
-            problems.append(f"queue {queue!r} is {state}; jobs can only be submitted to an Open queue")
+            problems.append(
+                f"queue {queue!r} is {state}; jobs can only be submitted to an Open queue"
+            )
         if queue == "root":
             problems.append("jobs cannot be submitted to the root queue")
         children = (queue_children or {}).get(queue, 0)

@@ -1,4 +1,4 @@
-"""Volcano's label and annotation keys and object names, so existing tools and images keep working."""
+"""Volcano's label and annotation keys and object names, so existing tools keep working."""
 
 from __future__ import annotations
 

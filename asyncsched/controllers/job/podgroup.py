@@ -39,7 +39,9 @@ def min_resources(job: Job, priorities: Mapping[str, int]) -> dict[str, str | in
     """Resources of the first minAvailable pods, highest task priority first (Volcano's rule)."""
     ordered = sorted(
         job.spec.tasks,
-        key=lambda t: -priorities.get(str((t.template.get("spec") or {}).get("priorityClassName") or ""), 0),
+        key=lambda t: (
+            -priorities.get(str((t.template.get("spec") or {}).get("priorityClassName") or ""), 0)
+        ),
     )
     total_min = sum(min_task_member(t) for t in job.spec.tasks)
     want = job.spec.min_available

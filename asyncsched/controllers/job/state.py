@@ -92,7 +92,10 @@ def _running_sync(job: Job) -> UpdateFn:
                     if task.min_available is None:
                         continue
                     counted = status.task_status_count.get(task.name)
-                    if counted is not None and counted.phase.get("Succeeded", 0) < task.min_available:
+                    if (
+                        counted is not None
+                        and counted.phase.get("Succeeded", 0) < task.min_available
+                    ):
                         status.state.phase = "Failed"
                         return True
             if min_success is not None and status.succeeded < min_success:

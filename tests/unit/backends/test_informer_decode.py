@@ -47,7 +47,9 @@ def test_wrong_type_in_a_podgroup_is_skipped_with_the_field_named() -> None:
     bad: list[tuple[str, ...]] = []
     informer = _informer(PODGROUPS, cache.upsert_podgroup, bad)
     informer._apply(
-        msgspec.Raw(b'{"metadata": {"name": "pg", "namespace": "ml"}, "spec": {"minMember": "six"}}')
+        msgspec.Raw(
+            b'{"metadata": {"name": "pg", "namespace": "ml"}, "spec": {"minMember": "six"}}'
+        )
     )
     assert len(bad) == 1 and bad[0][:3] == ("PodGroup", "ml", "pg")
     assert "$.spec.minMember" in bad[0][3]

@@ -1,4 +1,4 @@
-"""The ``mpi`` plugin: the launcher (master) gets MPI_HOST, the workers' hosts; all pods open the port.
+"""The ``mpi`` plugin: the launcher (master) gets MPI_HOST, the workers' hosts; pods open the port.
 
 The hostfile itself is the svc plugin's ``/etc/volcano/<worker>.host``; admission
 adds ``svc`` and ``ssh`` to a Job that names ``mpi``, as Volcano's webhook does.

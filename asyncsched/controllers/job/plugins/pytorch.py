@@ -27,7 +27,7 @@ def _wait_script(addr: str, port: int, timeout: int) -> str:
         f'echo "Waiting for master node {addr}:{port} to be ready..."\n'
         f"TIMEOUT={timeout}\nELAPSED=0\n"
         f"until {{ nc -z {addr} {port} || echo > /dev/tcp/{addr}/{port}; }} 2>/dev/null; do\n"
-        '  if [ $ELAPSED -ge $TIMEOUT ]; then\n'
+        "  if [ $ELAPSED -ge $TIMEOUT ]; then\n"
         '    echo "Timeout waiting for master after ${TIMEOUT} seconds"\n'
         "    exit 1\n  fi\n"
         '  echo "Master not ready yet, retrying in 2 seconds... (elapsed: ${ELAPSED}s)"\n'

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from asyncsched.api.batch import Job
 from asyncsched.controllers.job.actions import Action, CreateSecret, DeleteObject
+from asyncsched.controllers.job.keys import pod_name
 from asyncsched.controllers.job.plugins.base import (
     KeyFactory,
     Plugin,
@@ -23,7 +24,6 @@ from asyncsched.controllers.job.plugins.base import (
     owner_metadata,
     parse_flags,
 )
-from asyncsched.controllers.job.keys import pod_name
 
 __all__ = [
     "PLUGIN",

@@ -1,0 +1,317 @@
+"""The scheduler against the real control plane, running as deploy/ installs it.
+
+Each test gets KWOK nodes of its own (labelled with the test's namespace) and
+pods that select them, so tests cannot see each other's load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import Kube
+from tests.e2e.kubeops import wait_for
+from tests.e2e.scheduler_proc import (
+    NAMESPACE,
+    ROOT,
+    SERVICE_ACCOUNT,
+    SchedulerProcess,
+    create,
+    install_scheduler_manifests,
+    request,
+)
+
+GROUP = "scheduling.k8s.io/group-name"
+CAPACITY = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+
+
+@dataclass
+class Bed:
+    kube: Kube
+    nodes: list[str]
+    kubeconfig: Path
+    logs: Path
+    label: str
+
+    def scheduler(self, identity: str = "replica-a", *extra: str) -> SchedulerProcess:
+        return SchedulerProcess(
+            self.kubeconfig, self.logs / f"{identity}.log", identity, *extra
+        ).start()
+
+    def pod(
+        self,
+        name: str,
+        *,
+        group: str = "",
+        cpu: str = "1",
+        gpu: int = 0,
+        scheduler: str = "volcano",
+        best_effort: bool = False,
+    ) -> dict[str, Any]:
+        requests: dict[str, Any] = {} if best_effort else {"cpu": cpu, "memory": "1Gi"}
+        if gpu:
+            requests["nvidia.com/gpu"] = gpu
+        return {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "annotations": {GROUP: group} if group else {}},
+            "spec": {
+                "schedulerName": scheduler,
+                "nodeSelector": {"e2e": self.label},
+                "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+                "containers": [{"name": "main", "image": "busybox", "resources": {
+                    "requests": requests,
+                    "limits": {k: v for k, v in requests.items() if k == "nvidia.com/gpu"},
+                }}],
+            },
+        }  # fmt: skip
+
+    def podgroup(self, name: str, min_member: int) -> dict[str, Any]:
+        return {
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name}, "spec": {"minMember": min_member, "queue": "default"},
+        }  # fmt: skip
+
+    async def submit(self, *objects: dict[str, Any]) -> None:
+        for obj in objects:
+            await create(self.kube.api, obj, self.kube.namespace)
+
+    async def pods(self) -> list[dict[str, Any]]:
+        listed = await request(
+            self.kube.api, "GET", f"/api/v1/namespaces/{self.kube.namespace}/pods"
+        )
+        return list(listed["items"])
+
+    async def placements(self) -> dict[str, str]:
+        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in await self.pods()}
+
+    async def wait_bound(self, names: set[str], timeout: float = 30) -> dict[str, str]:
+        async def bound() -> bool:
+            placed = await self.placements()
+            return all(placed.get(n) for n in names)
+
+        await wait_for(bound, timeout, f"pods {sorted(names)} to be bound")
+        return await self.placements()
+
+    async def events_for(self, pod: str) -> list[dict[str, Any]]:
+        listed = await request(
+            self.kube.api, "GET", f"/api/v1/namespaces/{self.kube.namespace}/events"
+        )
+        return [e for e in listed["items"] if e["involvedObject"]["name"] == pod]
+
+    async def podgroup_status(self, name: str) -> dict[str, Any]:
+        path = (
+            f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{self.kube.namespace}/podgroups/{name}"
+        )
+        return dict((await request(self.kube.api, "GET", path)).get("status", {}))
+
+
+@pytest.fixture
+async def bed(kube: Kube, tmp_path: Path) -> AsyncIterator[Bed]:
+    await install_scheduler_manifests(kube.api)
+    kubeconfig = await kube.bed.service_account_kubeconfig(kube.api, NAMESPACE, SERVICE_ACCOUNT)
+    label = kube.namespace
+    nodes = await kube.bed.add_nodes(
+        kube.api, 6, CAPACITY, labels={"e2e": label}, prefix=f"{label}-"
+    )
+    yield Bed(kube, nodes, kubeconfig, tmp_path, label)
+    for name in nodes:
+        await request(kube.api, "DELETE", f"/api/v1/nodes/{name}")
+
+
+def _gang(bed: Bed, name: str, size: int, gpu: int) -> list[dict[str, Any]]:
+    return [bed.podgroup(name, size)] + [
+        bed.pod(f"{name}-{i}", group=name, gpu=gpu) for i in range(size)
+    ]
+
+
+async def test_gang_is_bound_all_or_nothing_and_other_schedulers_are_left_alone(
+    bed: Bed,
+) -> None:
+    scheduler = bed.scheduler()
+    try:
+        # each member needs a whole 8-GPU node: one gang of 6 fits the 6 nodes, two do not
+        await bed.submit(*_gang(bed, "first", 6, 8), *_gang(bed, "second", 6, 8))
+        await bed.submit(bed.pod("plain", cpu="1"))
+        await bed.submit(bed.pod("foreign", cpu="1", scheduler="default-scheduler"))
+
+        await bed.wait_bound({"plain"} | {f"first-{i}" for i in range(6)}, timeout=30)
+        await asyncio.sleep(3)  # several more sessions
+        placed = await bed.placements()
+        first = [n for n in placed if n.startswith("first-") and placed[n]]
+        second = [n for n in placed if n.startswith("second-") and placed[n]]
+        assert len(first) == 6 and not second, placed
+        assert len({placed[n] for n in first}) == 6, "one 8-GPU member per node"
+        assert placed["plain"] and not placed["foreign"]
+
+        status = await bed.podgroup_status("second")
+        conditions = {c["type"]: c for c in status.get("conditions", [])}
+        assert status["phase"] != "Running"
+        assert conditions["Unschedulable"]["status"] == "True"
+        assert "nvidia.com/gpu" in conditions["Unschedulable"]["message"]
+        assert (await bed.podgroup_status("first"))["phase"] == "Running"
+    finally:
+        scheduler.terminate()
+
+
+async def test_pod_that_fits_nowhere_gets_an_event_and_condition_with_the_reason(
+    bed: Bed,
+) -> None:
+    scheduler = bed.scheduler()
+    try:
+        await bed.submit(bed.podgroup("huge", 1), bed.pod("huge-0", group="huge", gpu=16))
+
+        async def reported() -> bool:
+            return any(e["reason"] == "FailedScheduling" for e in await bed.events_for("huge-0"))
+
+        await wait_for(reported, 30, "a FailedScheduling event")
+        event = next(e for e in await bed.events_for("huge-0") if e["reason"] == "FailedScheduling")
+        assert event["type"] == "Warning"
+        assert "Insufficient nvidia.com/gpu" in event["message"], event["message"]
+        pod = next(p for p in await bed.pods() if p["metadata"]["name"] == "huge-0")
+        scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
+        conditions = (await bed.podgroup_status("huge"))["conditions"]
+        assert any(c["type"] == "Unschedulable" and c["status"] == "True" for c in conditions)
+    finally:
+        scheduler.terminate()
+
+
+async def test_killed_and_restarted_scheduler_binds_nothing_twice_and_loses_nothing(
+    bed: Bed,
+) -> None:
+    gangs = [obj for g in range(10) for obj in _gang(bed, f"job{g}", 4, 0)]
+    first = bed.scheduler("replica-a")
+    await bed.submit(*gangs[:20])
+    await bed.wait_bound({f"job0-{i}" for i in range(4)}, timeout=30)
+    first.kill()
+    await bed.submit(*gangs[20:])
+    second = bed.scheduler("replica-b")
+    try:
+        names = {f"job{g}-{i}" for g in range(10) for i in range(4)}
+        placed = await bed.wait_bound(names, timeout=60)
+        assert not re.search(r"bind \S+ to \S+ failed", second.output()), second.output()
+        per_node = Counter(placed[n] for n in names)
+        assert sum(per_node.values()) == 40
+        assert max(per_node.values()) <= 32, "no node holds more 1-cpu pods than its 32 cpus"
+    finally:
+        second.terminate()
+
+
+async def test_scheduler_rides_out_an_api_server_restart(bed: Bed) -> None:
+    scheduler = bed.scheduler()
+    try:
+        await bed.submit(bed.pod("before"))
+        await bed.wait_bound({"before"})
+        await bed.kube.bed.restart_apiserver(down_seconds=2)
+        await bed.submit(bed.pod("after"))
+        await bed.wait_bound({"after"}, timeout=60)
+        assert scheduler.alive()
+    finally:
+        scheduler.terminate()
+
+
+async def test_standby_takes_over_when_the_leader_dies(bed: Bed) -> None:
+    election = (
+        "--leader-elect",
+        "--lease-namespace",
+        NAMESPACE,
+        "--lease-name",
+        f"e2e-{bed.label}"[:63],
+        "--lease-duration",
+        "4",
+    )
+    a = bed.scheduler("replica-a", *election)
+    b = bed.scheduler("replica-b", *election)
+    try:
+        await bed.submit(bed.pod("one"))
+        await bed.wait_bound({"one"})
+        leader, standby = (a, b) if "replica-a is now the leader" in a.output() else (b, a)
+        assert f"{leader.identity} is now the leader" in leader.output()
+        assert "is now the leader" not in standby.output()
+
+        leader.kill()
+        await bed.submit(bed.pod("two"))
+        await bed.wait_bound({"two"}, timeout=20)
+        assert f"{standby.identity} is now the leader" in standby.output()
+    finally:
+        for replica in (a, b):
+            if replica.alive():
+                replica.terminate()
+
+
+async def test_config_map_edited_in_place_changes_the_next_sessions(bed: Bed) -> None:
+    path = f"/api/v1/namespaces/{NAMESPACE}/configmaps/asyncsched-scheduler-config"
+    shipped = (ROOT / "config" / "scheduler.yaml").read_text()
+    without_backfill = shipped.replace('"enqueue, allocate, backfill"', '"enqueue, allocate"')
+    assert without_backfill != shipped
+    await request(
+        bed.kube.api,
+        "PATCH",
+        path,
+        {"data": {"scheduler.yaml": without_backfill}},
+        "application/merge-patch+json",
+    )
+    scheduler = bed.scheduler()
+    try:
+        await bed.submit(bed.pod("sidecar", best_effort=True), bed.pod("worker"))
+        await bed.wait_bound({"worker"})
+        await asyncio.sleep(2)
+        assert not (await bed.placements())["sidecar"], "no backfill: BestEffort waits"
+
+        await request(
+            bed.kube.api,
+            "PATCH",
+            path,
+            {"data": {"scheduler.yaml": "actions: 3"}},
+            "application/merge-patch+json",
+        )
+        await asyncio.sleep(2)
+        assert scheduler.alive() and "configuration rejected" in scheduler.output()
+
+        await request(
+            bed.kube.api,
+            "PATCH",
+            path,
+            {"data": {"scheduler.yaml": shipped}},
+            "application/merge-patch+json",
+        )
+        await bed.wait_bound({"sidecar"}, timeout=20)
+    finally:
+        scheduler.terminate()
+        await request(
+            bed.kube.api,
+            "PATCH",
+            path,
+            {"data": {"scheduler.yaml": shipped}},
+            "application/merge-patch+json",
+        )
+
+
+async def test_bad_kubeconfig_gives_one_line_and_non_zero_exit(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.kubeconfig"
+    bad.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "clusters": []}))
+    unreachable = tmp_path / "unreachable.kubeconfig"
+    unreachable.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }))  # fmt: skip
+    for config in (bad, unreachable):
+        proc = await asyncio.create_subprocess_exec(
+            "python3", "-m", "asyncsched.cli", "scheduler", "--kubeconfig", str(config),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT,
+        )  # fmt: skip
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+        text = err.decode()
+        assert proc.returncode == 1, text
+        assert text.count("\n") == 1 and text.startswith("asyncsched: error:"), text
+        assert "Traceback" not in text

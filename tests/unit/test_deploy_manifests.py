@@ -6,6 +6,8 @@ No cluster and no helm needed; the e2e suite applies the same files to a real AP
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -211,6 +213,12 @@ def test_helm_values_hold_the_default_configuration() -> None:
     assert values["schedulerConfig"] == (ROOT / "config" / "scheduler.yaml").read_text()
 
 
+def test_namespace_is_applied_first() -> None:
+    # `kubectl apply -f deploy/scheduler` goes in file name order.
+    first = sorted(SCHEDULER.glob("*.yaml"))[0]
+    assert [d["kind"] for d in _docs(first)] == ["Namespace"]
+
+
 def test_every_namespaced_object_is_in_the_scheduler_namespace() -> None:
     objects = _objects(SCHEDULER)
     namespace = _one(objects, "Namespace")["metadata"]["name"]
@@ -381,3 +389,36 @@ def test_dockerfile_runs_the_cli_as_non_root() -> None:
     # Numeric, or the kubelet cannot check runAsNonRoot.
     assert user.split()[1].split(":")[0].isdigit()
     assert any("pip install ." in line for line in lines)
+
+
+@pytest.mark.skipif(shutil.which("helm") is None, reason="helm is not installed")
+def test_helm_chart_renders_the_same_objects() -> None:
+    done = subprocess.run(
+        ["helm", "template", "asyncsched", str(CHART), "--namespace", "asyncsched-system"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    rendered = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(done.stdout) if d}
+    plain = {
+        (d["kind"], d["metadata"]["name"]): d
+        for d in _objects(SCHEDULER)
+        if d["kind"] != "Namespace"  # `helm install --create-namespace` makes it
+    }
+    assert rendered.keys() == plain.keys()
+
+    def comparable(obj: dict[str, Any]) -> dict[str, Any]:
+        # Labels, and the selectors made of them, differ by design: Helm adds its own.
+        out: dict[str, Any] = yaml.safe_load(yaml.safe_dump(obj))
+        out["metadata"].pop("labels", None)
+        out["metadata"].pop("annotations", None)
+        spec = out.get("spec", {})
+        if out["kind"] in {"Deployment", "Service"}:
+            spec.pop("selector", None)
+            spec.get("template", {}).pop("metadata", None)
+            spec.get("template", {}).get("spec", {}).pop("affinity", None)
+        return out
+
+    for key, obj in plain.items():
+        assert comparable(rendered[key]) == comparable(obj), key

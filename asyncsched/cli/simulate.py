@@ -31,7 +31,8 @@ def register(commands: Any) -> None:
         action="append",
         required=True,
         metavar="FILE",
-        help="a YAML file of Nodes, Pods, PodGroups, Queues, PriorityClasses",
+        help="a YAML file of Nodes, Pods, PodGroups, Queues, PriorityClasses, Jobs, Commands, "
+        "Deployments, Services, ConfigMaps",
     )
     sim.add_argument(
         "--config",

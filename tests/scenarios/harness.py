@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from asyncsched.backends.sim import Simulation, load_manifests
 from asyncsched.cli import main
 
 YAML = Path(__file__).parent / "yaml"
@@ -47,3 +48,13 @@ def simulate(
     captured = capsys.readouterr()
     events = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     return Run(code, captured.out, captured.err, events)
+
+
+def simulation(*files: str, until: float | None = None) -> Simulation:
+    """The Simulation object itself (for ``objects()``), built as the CLI builds it."""
+    from asyncsched.backends.config_source import ConfigSource
+    from asyncsched.framework import Registry
+
+    sim = Simulation(load_manifests([YAML / f for f in files]), ConfigSource(Registry(), None))
+    sim.run(until=until)
+    return sim

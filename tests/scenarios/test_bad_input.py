@@ -28,7 +28,10 @@ spec:
     ("content", "expected"),
     [
         ("apiVersion: v1\nkind: Pod\n  metadata: {name: [}\n", "malformed YAML at line 3"),
-        ("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n", "unsupported kind v1 Service"),
+        (
+            "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: web}\n",
+            "unsupported kind apps/v1 StatefulSet",
+        ),
         (
             POD.format(name="bad", annotations="{}", cpu="12x"),
             "Pod default/bad: spec.containers[0].resources.requests.cpu: invalid quantity '12x'",
@@ -39,7 +42,7 @@ spec:
         ),
         (
             "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\n",
-            "Volcano Jobs need the job controller",
+            "Job default/j: refused by admission: the job has no tasks",
         ),
         (
             POD.format(

@@ -4,10 +4,15 @@ A pod annotated ``simulation.asyncsched.io/needs-whole-group: "true"`` makes
 progress only while every member of its group runs, as a distributed
 training job does; a partially placed gang therefore never finishes, which is
 exactly the deadlock gang scheduling exists to prevent.
+
+A pod annotated ``simulation.asyncsched.io/fail-after`` fails once it has made
+that much progress (before its duration ends). What follows is the kubelet's
+call, made by the simulation from the pod's restartPolicy.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 __all__ = ["GroupProgress", "PodRun"]
@@ -21,6 +26,11 @@ class PodRun:
     group: str
     duration: float | None
     needs_group: bool
+    fail_after: float | None = None
+    fails: bool = False
+    """The current run ends in a failure (at ``fail_after``) instead of a success."""
+    serial: int = 0
+    """Tells apart runs of pods re-created under the same name."""
     remaining: float | None = None
     progressing_since: float | None = None
     running: bool = False
@@ -30,6 +40,11 @@ class PodRun:
 
     def __post_init__(self) -> None:
         self.remaining = self.duration
+        if self.fail_after is not None and (
+            self.duration is None or self.fail_after < self.duration
+        ):
+            self.remaining = self.fail_after
+            self.fails = True
 
     @property
     def blocked(self) -> bool:
@@ -49,8 +64,10 @@ class GroupProgress:
     min_members: dict[str, int] = field(default_factory=dict)
     runs: dict[str, PodRun] = field(default_factory=dict)
     groups: dict[str, dict[str, PodRun]] = field(default_factory=dict)
+    _serials: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def add(self, run: PodRun) -> None:
+        run.serial = next(self._serials)
         self.runs[run.key] = run
         self.groups.setdefault(run.group, {})[run.key] = run
 
@@ -72,6 +89,16 @@ class GroupProgress:
         run.finished = True
         run.remaining = 0.0
         run.progressing_since = None
+        return self.refresh(run.group, now)
+
+    def restart(self, key: str, now: float) -> list[PodRun]:
+        """The kubelet restarted the failed container in place: its work starts over, and
+        this time it runs to its duration (a failure is simulated once per pod)."""
+        run = self.runs[key]
+        run.fails = False
+        run.remaining = run.duration
+        run.progressing_since = None
+        run.version += 1
         return self.refresh(run.group, now)
 
     def refresh(self, group: str, now: float) -> list[PodRun]:

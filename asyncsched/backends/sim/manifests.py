@@ -17,7 +17,8 @@ import yaml
 
 from asyncsched.api import (
     GROUP_NAME_ANNOTATION,
-    KubeObject,
+    Command,
+    Job,
     Node,
     Pod,
     PodGroup,
@@ -26,20 +27,34 @@ from asyncsched.api import (
     Queue,
     to_units,
 )
+from asyncsched.api.core import ConfigMap
+from asyncsched.backends.sim.checks import check_object, check_workloads
+from asyncsched.backends.sim.fields import (
+    DURATION_ANNOTATION,
+    EXIT_CODE_ANNOTATION,
+    FAIL_AFTER_ANNOTATION,
+    NEEDS_WHOLE_GROUP_ANNOTATION,
+    SUBMIT_AT_ANNOTATION,
+    ManifestError,
+    path_message,
+    pod_spec_quantities,
+    seconds_in,
+    template_pod_spec,
+)
+from asyncsched.backends.sim.objects import Deployment, Service, SimObject
 
 __all__ = [
     "DURATION_ANNOTATION",
+    "EXIT_CODE_ANNOTATION",
+    "FAIL_AFTER_ANNOTATION",
     "NEEDS_WHOLE_GROUP_ANNOTATION",
     "SUBMIT_AT_ANNOTATION",
     "Manifest",
     "ManifestError",
+    "SimObject",
     "load_manifests",
     "parse_manifests",
 ]
-
-SUBMIT_AT_ANNOTATION = "simulation.asyncsched.io/submit-at"
-DURATION_ANNOTATION = "simulation.asyncsched.io/duration"
-NEEDS_WHOLE_GROUP_ANNOTATION = "simulation.asyncsched.io/needs-whole-group"
 
 _KINDS: dict[tuple[str, str], type[Any]] = {
     ("v1", "Pod"): Pod,
@@ -47,23 +62,22 @@ _KINDS: dict[tuple[str, str], type[Any]] = {
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): PodGroup,
     ("scheduling.volcano.sh/v1beta1", "Queue"): Queue,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
-}
-_NOT_YET = {
-    ("batch.volcano.sh/v1alpha1", "Job"): "Volcano Jobs need the job controller, "
-    "which asyncsched does not have yet; submit the PodGroup and Pods instead",
+    ("batch.volcano.sh/v1alpha1", "Job"): Job,
+    ("bus.volcano.sh/v1alpha1", "Command"): Command,
+    ("apps/v1", "Deployment"): Deployment,
+    ("v1", "Service"): Service,
+    ("v1", "ConfigMap"): ConfigMap,
 }
 _CLUSTER_SCOPED = (Node, Queue, PriorityClass)
-
-
-class ManifestError(ValueError):
-    """Input that cannot be simulated; the message is one line naming where and what."""
+_UPDATABLE = (Deployment,)
+"""Kinds a later document of the same name updates (at its own submit-at)."""
 
 
 @dataclass(frozen=True)
 class Manifest:
     """One object to create, and when (virtual seconds after the start)."""
 
-    obj: KubeObject
+    obj: SimObject
     submit_at: float
     source: str
 
@@ -88,17 +102,20 @@ def parse_manifests(text: str, source: str) -> list[Manifest]:
         obj = _decode(document, where)
         where = f"{source}: {_describe(obj)}"
         _check_quantities(obj, where)
+        check_object(obj, where)
         found.append(Manifest(obj=obj, submit_at=_submit_at(obj, where), source=where))
     return found
 
 
 def check_references(manifests: list[Manifest]) -> None:
-    """Every object unique, and every pod's PodGroup declared somewhere in the input."""
-    seen: dict[tuple[str, str, str], str] = {}
+    """Every object unique, every pod's PodGroup declared somewhere in the input, every
+    Job admissible and every Command's target declared."""
+    seen: dict[tuple[str, str, str, float], str] = {}
     groups = set()
     for m in manifests:
         meta = m.obj.metadata
-        key = (type(m.obj).__name__, meta.namespace, meta.name)
+        at = m.submit_at if isinstance(m.obj, _UPDATABLE) else 0.0
+        key = (type(m.obj).__name__, meta.namespace, meta.name, at)
         if key in seen:
             raise ManifestError(f"{m.source}: declared twice (first in {seen[key].split(':')[0]})")
         seen[key] = m.source
@@ -109,6 +126,7 @@ def check_references(manifests: list[Manifest]) -> None:
             group = m.obj.metadata.annotations.get(GROUP_NAME_ANNOTATION)
             if group and (m.obj.metadata.namespace, group) not in groups:
                 raise ManifestError(f"{m.source}: names PodGroup {group!r}, which is not declared")
+    check_workloads(manifests)
 
 
 def _documents(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -127,14 +145,12 @@ def _documents(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
         yield index, document
 
 
-def _decode(document: dict[str, Any], where: str) -> KubeObject:
+def _decode(document: dict[str, Any], where: str) -> SimObject:
     api_version = document.get("apiVersion")
     kind = document.get("kind")
     if not isinstance(kind, str) or not isinstance(api_version, str):
         raise ManifestError(f"{where}: missing apiVersion or kind")
     name = (document.get("metadata") or {}).get("name", "?")
-    if (api_version, kind) in _NOT_YET:
-        raise ManifestError(f"{where} ({kind} {name}): {_NOT_YET[(api_version, kind)]}")
     target = _KINDS.get((api_version, kind))
     if target is None:
         known = ", ".join(f"{v} {k}" for v, k in _KINDS)
@@ -143,9 +159,9 @@ def _decode(document: dict[str, Any], where: str) -> KubeObject:
             f"the simulator reads {known}"
         )
     try:
-        obj: KubeObject = msgspec.convert(document, target)
+        obj: SimObject = msgspec.convert(document, target)
     except msgspec.ValidationError as exc:
-        raise ManifestError(f"{where} ({kind} {name}): {_path_message(exc)}") from None
+        raise ManifestError(f"{where} ({kind} {name}): {path_message(exc)}") from None
     if not obj.metadata.name:
         raise ManifestError(f"{where} ({kind}): metadata.name is required")
     if not isinstance(obj, _CLUSTER_SCOPED) and not obj.metadata.namespace:
@@ -155,22 +171,18 @@ def _decode(document: dict[str, Any], where: str) -> KubeObject:
     return obj
 
 
-def _path_message(exc: msgspec.ValidationError) -> str:
-    message = str(exc)
-    if " - at `$." in message:
-        text, path = message.rsplit(" - at `$.", 1)
-        return f"{path.rstrip('`')}: {text[0].lower()}{text[1:]}"
-    return message
-
-
-def _describe(obj: KubeObject) -> str:
+def _describe(obj: SimObject) -> str:
     meta = obj.metadata
     kind = type(obj).__name__
     return f"{kind} {meta.namespace}/{meta.name}" if meta.namespace else f"{kind} {meta.name}"
 
 
-def _check_quantities(obj: KubeObject, where: str) -> None:
-    for field, quantities in _quantity_fields(obj):
+def _check_quantities(obj: SimObject, where: str) -> None:
+    try:
+        fields = list(_quantity_fields(obj))
+    except ManifestError as exc:
+        raise ManifestError(f"{where}: {exc}") from None
+    for field, quantities in fields:
         for resource, value in quantities.items():
             try:
                 to_units(resource, value)
@@ -180,16 +192,16 @@ def _check_quantities(obj: KubeObject, where: str) -> None:
                 ) from None
 
 
-def _quantity_fields(obj: KubeObject) -> Iterator[tuple[str, dict[str, Any]]]:
+def _quantity_fields(obj: SimObject) -> Iterator[tuple[str, dict[str, Any]]]:
     if isinstance(obj, Pod):
-        for kind, containers in (
-            ("containers", obj.spec.containers),
-            ("initContainers", obj.spec.init_containers),
-        ):
-            for i, c in enumerate(containers):
-                yield f"spec.{kind}[{i}].resources.requests", c.resources.requests
-                yield f"spec.{kind}[{i}].resources.limits", c.resources.limits
-        yield "spec.overhead", obj.spec.overhead
+        yield from pod_spec_quantities(obj.spec, "spec")
+    elif isinstance(obj, Job):
+        for i, task in enumerate(obj.spec.tasks):
+            at = f"spec.tasks[{i}].template.spec"
+            yield from pod_spec_quantities(template_pod_spec(task.template, at), at)
+    elif isinstance(obj, Deployment):
+        at = "spec.template.spec"
+        yield from pod_spec_quantities(template_pod_spec(obj.spec.template, at), at)
     elif isinstance(obj, Node):
         yield "status.allocatable", obj.status.allocatable
         yield "status.capacity", obj.status.capacity
@@ -203,21 +215,10 @@ def _quantity_fields(obj: KubeObject) -> Iterator[tuple[str, dict[str, Any]]]:
             yield "spec.guarantee.resource", guarantee
 
 
-def _submit_at(obj: KubeObject, where: str) -> float:
+def _submit_at(obj: SimObject, where: str) -> float:
     return annotation_seconds(obj, SUBMIT_AT_ANNOTATION, where) or 0.0
 
 
-def annotation_seconds(obj: KubeObject, key: str, where: str) -> float | None:
+def annotation_seconds(obj: SimObject, key: str, where: str) -> float | None:
     """A non-negative number of seconds from an annotation, or None when absent."""
-    raw = obj.metadata.annotations.get(key)
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if value < 0 or value != value:
-        raise ManifestError(
-            f"{where}: annotation {key} must be a number of seconds >= 0, got {raw!r}"
-        )
-    return value
+    return seconds_in(obj.metadata.annotations, key, where)

@@ -6,8 +6,12 @@ from dataclasses import dataclass, field
 
 from asyncsched.api import GROUP_NAME_ANNOTATION
 from asyncsched.backends.sim.simulation import Outcome, Simulation
+from asyncsched.controllers.job import owning_job
 
-__all__ = ["JobSummary", "SimReport", "summarize"]
+__all__ = ["JobSummary", "SimReport", "VolcanoJobSummary", "summarize"]
+
+_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated", "Running")
+_SHOWN_JOBS = 20
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,20 @@ class JobSummary:
     started: float | None
     """When its gang first had minMember pods bound."""
     completed: float | None
+
+
+@dataclass(frozen=True)
+class VolcanoJobSummary:
+    """A batch.volcano.sh Job: the phase it ended in and how it got there."""
+
+    key: str
+    queue: str
+    phase: str
+    """The last phase, or ``Refused`` when admission turned it away at submission."""
+    retry_count: int
+    submitted: float
+    last_change: float | None
+    reason: str
 
 
 @dataclass
@@ -35,17 +53,41 @@ class SimReport:
     config_name: str
     actions: tuple[str, ...]
     waits: list[float] = field(default_factory=list)
+    volcano_jobs: list[VolcanoJobSummary] = field(default_factory=list)
+
+    def _volcano_lines(self) -> list[str]:
+        if not self.volcano_jobs:
+            return []
+        counts = {p: 0 for p in (*_JOB_PHASES, "Pending", "Refused")}
+        for job in self.volcano_jobs:
+            bucket = job.phase if job.phase in counts else "Pending"
+            counts[bucket] += 1
+        lines = [
+            "volcano jobs: "
+            + ", ".join(f"{n} {p.lower()}" for p, n in counts.items() if n or p in _JOB_PHASES[:3])
+        ]
+        for job in self.volcano_jobs[:_SHOWN_JOBS]:
+            when = f" at t={job.last_change:g}s" if job.last_change is not None else ""
+            retries = f", {job.retry_count} retries" if job.retry_count else ""
+            why = f" ({job.reason})" if job.reason else ""
+            lines.append(f"  {job.key}: {job.phase}{when}{retries}{why}")
+        if len(self.volcano_jobs) > _SHOWN_JOBS:
+            lines.append(f"  ... and {len(self.volcano_jobs) - _SHOWN_JOBS} more")
+        return lines
 
     def render(self) -> str:
         done = sum(1 for j in self.jobs if j.completed is not None)
         running = sum(1 for j in self.jobs if j.started is not None and j.completed is None)
         waiting = len(self.jobs) - done - running
         lines = [
-            f"asyncsched simulate: {self.nodes} nodes, {self.pods} pods, {len(self.jobs)} jobs",
+            f"asyncsched simulate: {self.nodes} nodes, {self.pods} pods, "
+            f"{len(self.jobs) + len(self.volcano_jobs)} jobs",
             f"configuration: {self.config_name} (actions: {', '.join(self.actions)})",
             f"result: {self.outcome.message} after {self.outcome.sessions} sessions",
-            f"jobs: {done} completed, {running} running, {waiting} waiting",
         ]
+        if self.jobs or not self.volcano_jobs:
+            lines.append(f"jobs: {done} completed, {running} running, {waiting} waiting")
+        lines += self._volcano_lines()
         if self.waits:
             lines.append("waiting time (submitted to gang started): " + _stats(self.waits))
         if self.utilization:
@@ -58,10 +100,13 @@ class SimReport:
             for name in sorted(set(self.queue_usage) | set(self.queue_weights)):
                 jobs = [j for j in self.jobs if j.queue == name]
                 finished = sum(1 for j in jobs if j.completed is not None)
+                volcano = [j for j in self.volcano_jobs if j.queue == name]
+                finished += sum(1 for j in volcano if j.phase == "Completed")
+                total = len(jobs) + len(volcano)
                 share = self.queue_usage.get(name, {}).get("cpu", 0.0) / total_cpu
                 lines.append(
                     f"  {name:<16}{self.queue_weights.get(name, 1):>7}"
-                    f"{f'{finished}/{len(jobs)}':>11}{share:>11.1%}"
+                    f"{f'{finished}/{total}':>11}{share:>11.1%}"
                 )
         if self.foreign_pods:
             lines.append(f"{self.foreign_pods} pods name another scheduler and were left alone")
@@ -87,10 +132,14 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
         if not sim.cache.is_ours(pod):
             foreign += 1
             continue
+        if owning_job(pod) is not None:
+            continue  # reported as a Volcano Job below
         group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
         job = f"{pod.metadata.namespace}/{group}" if group else key
         members.setdefault(job, []).append(key)
-    for key in sim.podgroups:
+    for key, podgroup in sim.podgroups.items():
+        if any(r.kind == "Job" for r in podgroup.metadata.owner_references):
+            continue
         members.setdefault(key, [])
     jobs = []
     for job, keys in sorted(members.items()):
@@ -130,4 +179,23 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
         config_name=sim.config.name,
         actions=loaded.actions,
         waits=waits,
+        volcano_jobs=_volcano_jobs(sim),
     )
+
+
+def _volcano_jobs(sim: Simulation) -> list[VolcanoJobSummary]:
+    out = []
+    ctl = sim.controllers
+    for key, record in sorted(ctl.records.items()):
+        job = ctl.jobs.get(key)
+        queue = job.spec.queue if job is not None else ""
+        if record.refused:
+            phase, reason, retries = "Refused", record.refused, 0
+        elif job is None:
+            phase, reason, retries = "Deleted", "", 0
+        else:
+            state = job.status.state
+            phase, reason, retries = state.phase or "Pending", state.reason, job.status.retry_count
+        last = record.phases[-1][0] if record.phases else None
+        out.append(VolcanoJobSummary(key, queue, phase, retries, record.submitted, last, reason))
+    return out

@@ -16,19 +16,23 @@ from typing import Any
 
 import msgspec
 
-from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api import (
+    Command,
+    Job,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Queue,
+)
+from asyncsched.api.core import ConfigMap
 from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.backends.config_source import ConfigSource
-from asyncsched.backends.sim.kubelet import GroupProgress, PodRun
-from asyncsched.backends.sim.manifests import (
-    DURATION_ANNOTATION,
-    NEEDS_WHOLE_GROUP_ANNOTATION,
-    Manifest,
-    annotation_seconds,
-)
-from asyncsched.backends.sim.usage import UsageMeter
-from asyncsched.cache import DEFAULT_SCHEDULER_NAMES, ClusterCache
-from asyncsched.cache.cluster_cache import QUEUE_NAME_ANNOTATION
+from asyncsched.backends.sim.cluster import SimCluster, SimEvent, job_name
+from asyncsched.backends.sim.controllers import EPOCH
+from asyncsched.backends.sim.manifests import Manifest
+from asyncsched.backends.sim.objects import Deployment, Service
+from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 from asyncsched.framework import SessionResult, run_session
 from asyncsched.model.node import node_allocatable
 from asyncsched.model.task import pod_requests
@@ -38,8 +42,10 @@ __all__ = ["Outcome", "SimEvent", "Simulation"]
 
 log = logging.getLogger(__name__)
 
-SimEvent = dict[str, Any]
-_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: virtual time 0 in object timestamps
+_EPOCH = EPOCH
+_SESSIONS_PER_INSTANT = 10
+"""Sessions at one instant before the next waits a period (a controller that keeps
+creating pods must not stall the clock)."""
 
 
 @dataclass
@@ -56,7 +62,7 @@ class Outcome:
     config_errors: list[str] = field(default_factory=list)
 
 
-class Simulation:
+class Simulation(SimCluster):
     """Runs manifests through the scheduling core on a virtual clock."""
 
     def __init__(
@@ -68,49 +74,18 @@ class Simulation:
         period: float = 1.0,
         on_event: Callable[[SimEvent], None] | None = None,
     ) -> None:
+        super().__init__(scheduler_names, on_event)
         self.config = config
         self.period = period
-        self.cache = ClusterCache(scheduler_names)
-        self.now = 0.0
-        self.events: list[SimEvent] = []
-        self._on_event = on_event
-        self._queue: list[tuple[float, int, str, Any]] = []
-        self._seq = 0
         self._session_due: float | None = None
-        self._dirty = False
         self.sessions = 0
         self.config_errors: list[str] = []
-        self.pods: dict[str, Pod] = {}
-        self.podgroups: dict[str, PodGroup] = {}
-        self.nodes: dict[str, Node] = {}
-        self.queues: dict[str, Queue] = {}
-        self.submitted_at: dict[str, float] = {}
-        self.progress = GroupProgress()
-        self.usage = UsageMeter()
         self._last_reason: dict[str, str] = {}
-        self.bound_at: dict[str, float] = {}
-        self.finished_at: dict[str, float] = {}
+        self._instant = (-1.0, 0)
         for manifest in manifests:
-            self._push(manifest.submit_at, "submit", manifest.obj)
+            self.push(manifest.submit_at, "submit", manifest.obj)
 
     # -- clock ---------------------------------------------------------------
-
-    def _push(self, at: float, kind: str, payload: Any) -> None:
-        self._seq += 1
-        heapq.heappush(self._queue, (at, self._seq, kind, payload))
-
-    def _emit(self, event: str, kind: str, namespace: str, name: str, **extra: Any) -> None:
-        record: SimEvent = {
-            "time": round(self.now, 6),
-            "event": event,
-            "kind": kind,
-            "namespace": namespace,
-            "name": name,
-        }
-        record.update({k: v for k, v in extra.items() if v not in (None, "")})
-        self.events.append(record)
-        if self._on_event is not None:
-            self._on_event(record)
 
     def run(self, until: float | None = None) -> Outcome:
         """Advance until nothing more can happen, or until virtual time ``until``."""
@@ -132,8 +107,20 @@ class Simulation:
             while self._queue and self._queue[0][0] <= self.now:
                 _, _, kind, payload = heapq.heappop(self._queue)
                 self._handle(kind, payload)
+            self.controllers.settle()
             if self._dirty or (self._session_due is not None and self._session_due <= self.now):
                 self._session()
+                self.controllers.settle()
+                if self._dirty:
+                    self._again()
+
+    def _again(self) -> None:
+        """Controllers changed what the scheduler sees: another session, at once if we may."""
+        at, count = self._instant
+        count = count + 1 if at == self.now else 1
+        self._instant = (self.now, count)
+        due = self.now if count < _SESSIONS_PER_INSTANT else self.now + self.period
+        self._session_due = due if self._session_due is None else min(self._session_due, due)
 
     def _next_event_time(self) -> float | None:
         return self._queue[0][0] if self._queue else None
@@ -148,26 +135,42 @@ class Simulation:
         if kind == "submit":
             self._submit(payload)
         elif kind == "complete":
-            key, version = payload
+            key, serial, version = payload
             run = self.progress.runs.get(key)
-            if run is not None and run.version == version and run.progressing_since is not None:
-                self._complete(key)
-
-    def _stamp(self, obj: Any) -> Any:
-        meta = obj.metadata
-        uid = meta.uid or f"sim-{type(obj).__name__.lower()}-{self._seq}"
-        return msgspec.structs.replace(
-            obj,
-            metadata=msgspec.structs.replace(
-                meta, uid=uid, creation_timestamp=format_timestamp(_EPOCH + self.now)
-            ),
-        )
+            if (
+                run is not None
+                and run.serial == serial
+                and run.version == version
+                and run.progressing_since is not None
+            ):
+                if run.fails:
+                    self._fail(key)
+                else:
+                    self._complete(key)
+        else:
+            self.controllers.fire(kind, payload)
 
     def _submit(self, obj: Any) -> None:
+        if isinstance(obj, Pod):
+            self.add_pod(obj)
+            return
+        if isinstance(obj, PodGroup):
+            self.add_podgroup(obj)
+            return
+        if isinstance(obj, Deployment):
+            self.controllers.replicasets.submit(obj)
+            return
         obj = self._stamp(obj)
         meta = obj.metadata
-        key = f"{meta.namespace}/{meta.name}"
-        kind = type(obj).__name__
+        if isinstance(obj, Job):
+            self.controllers.submit_job(obj)
+            return
+        if isinstance(obj, Command):
+            self.controllers.add_command(obj)
+            return
+        if isinstance(obj, Service | ConfigMap):
+            self.controllers.add_object(type(obj).__name__, msgspec.to_builtins(obj))
+            return
         self._dirty = True
         if isinstance(obj, Node):
             self.nodes[meta.name] = obj
@@ -176,61 +179,68 @@ class Simulation:
         elif isinstance(obj, Queue):
             self.queues[meta.name] = obj
             self.cache.upsert_queue(obj)
+            self.controllers.podgroups_changed()
         elif isinstance(obj, PriorityClass):
             self.cache.upsert_priority_class(obj)
-        elif isinstance(obj, PodGroup):
-            if not obj.status.phase:
-                obj = msgspec.structs.replace(obj, status=PodGroupStatus(phase="Pending"))
-            self.podgroups[key] = obj
-            self.progress.min_members[key] = obj.spec.min_member
-            self.submitted_at[key] = self.now
-            self.cache.upsert_podgroup(obj)
-        elif isinstance(obj, Pod):
-            self.pods[key] = obj
-            self.submitted_at[key] = self.now
-            self.progress.add(
-                PodRun(
-                    key=key,
-                    group=_group_of(obj),
-                    duration=annotation_seconds(obj, DURATION_ANNOTATION, key),
-                    needs_group=obj.metadata.annotations.get(NEEDS_WHOLE_GROUP_ANNOTATION)
-                    == "true",
-                )
-            )
-            self.cache.upsert_pod(obj)
-        self._emit("submitted", kind, meta.namespace, meta.name, job=_job_name(obj))
-
-    def _set_pod(self, key: str, pod: Pod) -> None:
-        self.pods[key] = pod
-        self.cache.upsert_pod(pod)
+        self.emit("submitted", type(obj).__name__, meta.namespace, meta.name)
 
     def _complete(self, key: str) -> None:
         pod = self.pods[key]
-        self._set_pod(
-            key,
-            msgspec.structs.replace(
-                pod, status=msgspec.structs.replace(pod.status, phase="Succeeded")
-            ),
+        done = msgspec.structs.replace(
+            pod, status=msgspec.structs.replace(pod.status, phase="Succeeded")
         )
+        self._set_pod(key, done)
         self.finished_at[key] = self.now
         self.usage.stop(key)
-        self._emit(
+        self.emit(
             "completed",
             "Pod",
             pod.metadata.namespace,
             pod.metadata.name,
             node=pod.spec.node_name,
-            job=_job_name(pod),
+            job=job_name(pod),
         )
         self._schedule_completions(self.progress.finish(key, self.now))
         self._dirty = True
+        self.controllers.pod_changed(pod, done)
 
-    def _schedule_completions(self, runs: list[PodRun]) -> None:
-        for run in runs:
-            if run.remaining is not None and run.progressing_since is not None:
-                self._push(
-                    run.progressing_since + run.remaining, "complete", (run.key, run.version)
-                )
+    def _fail(self, key: str) -> None:
+        """The container exits non-zero: Never fails the pod; OnFailure and Always restart
+        the container in place, as the kubelet does (the pod stays Running)."""
+        pod = self.pods[key]
+        meta = pod.metadata
+        code = self._exit_codes.get(key, 1)
+        policy = pod.spec.restart_policy or "Always"
+        if policy in ("OnFailure", "Always"):
+            self.emit(
+                "restarted",
+                "Pod",
+                meta.namespace,
+                meta.name,
+                node=pod.spec.node_name,
+                job=job_name(pod),
+                reason=f"container exited with code {code}; restartPolicy {policy}",
+            )
+            self._schedule_completions(self.progress.restart(key, self.now))
+            return
+        failed = msgspec.structs.replace(
+            pod, status=msgspec.structs.replace(pod.status, phase="Failed")
+        )
+        self._set_pod(key, failed)
+        self.failed_at[key] = self.now
+        self.usage.stop(key)
+        self.emit(
+            "failed",
+            "Pod",
+            meta.namespace,
+            meta.name,
+            node=pod.spec.node_name,
+            job=job_name(pod),
+            reason=f"container exited with code {code}",
+        )
+        self._schedule_completions(self.progress.finish(key, self.now))
+        self._dirty = True
+        self.controllers.pod_changed(pod, failed, exit_code=code)
 
     # -- sessions --------------------------------------------------------------
 
@@ -267,12 +277,12 @@ class Simulation:
             if self._last_reason.get(note.uid) != note.message and note.uid in self.pods:
                 self._last_reason[note.uid] = note.message
                 pod = self.pods[note.uid]
-                self._emit(
+                self.emit(
                     "unschedulable",
                     "Pod",
                     pod.metadata.namespace,
                     pod.metadata.name,
-                    job=_job_name(pod),
+                    job=job_name(pod),
                     reason=note.message,
                 )
         return changed
@@ -294,8 +304,9 @@ class Simulation:
         pg = msgspec.structs.replace(pg, status=status)
         self.podgroups[key] = pg
         self.cache.upsert_podgroup(pg)
+        self.controllers.podgroup_changed(pg)
         if moved:
-            self._emit(
+            self.emit(
                 "phase",
                 "PodGroup",
                 pg.metadata.namespace,
@@ -314,9 +325,9 @@ class Simulation:
         bound = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))
         self._set_pod(key, bound)
         self.bound_at[key] = self.now
-        job = _job_name(pod)
+        job = job_name(pod)
         self.usage.start(key, pod_requests(pod)[0], self.queue_of(pod))
-        self._emit("bound", "Pod", pod.metadata.namespace, pod.metadata.name, node=node, job=job)
+        self.emit("bound", "Pod", pod.metadata.namespace, pod.metadata.name, node=node, job=job)
         running = msgspec.structs.replace(
             bound,
             status=msgspec.structs.replace(
@@ -324,34 +335,13 @@ class Simulation:
             ),
         )
         self._set_pod(key, running)
-        self._emit("started", "Pod", pod.metadata.namespace, pod.metadata.name, node=node, job=job)
+        self.emit("started", "Pod", pod.metadata.namespace, pod.metadata.name, node=node, job=job)
         self._schedule_completions(self.progress.start(key, self.now))
+        self.controllers.pod_changed(pod, running)
         return True
 
     def _evict(self, key: str, reason: str) -> bool:
-        pod = self.pods.pop(key, None)
-        if pod is None:
-            return False
-        self.cache.delete_pod(pod.metadata.namespace, pod.metadata.name)
-        self.usage.stop(key)
-        self._emit(
-            "evicted",
-            "Pod",
-            pod.metadata.namespace,
-            pod.metadata.name,
-            node=pod.spec.node_name,
-            job=_job_name(pod),
-            reason=reason,
-        )
-        self._schedule_completions(self.progress.remove(key, self.now))
-        return True
-
-    def queue_of(self, pod: Pod) -> str:
-        group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
-        if group:
-            pg = self.podgroups.get(f"{pod.metadata.namespace}/{group}")
-            return pg.spec.queue if pg is not None else "default"
-        return pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
+        return self.remove_pod(key, "evicted", reason)
 
     # -- the end -----------------------------------------------------------------
 
@@ -389,16 +379,3 @@ class Simulation:
             self.sessions,
             list(self.config_errors),
         )
-
-
-def _group_of(pod: Pod) -> str:
-    group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION) or pod.metadata.name
-    return f"{pod.metadata.namespace}/{group}"
-
-
-def _job_name(obj: Any) -> str | None:
-    if isinstance(obj, Pod):
-        return obj.metadata.annotations.get(GROUP_NAME_ANNOTATION) or obj.metadata.name
-    if isinstance(obj, PodGroup):
-        return str(obj.metadata.name)
-    return None

@@ -1,0 +1,112 @@
+"""Reading the simulation annotations and pod templates, with one-line errors.
+
+Shared by the manifest loader and the checks of workloads (Jobs, Deployments),
+which both must name the file, the object and the field at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import msgspec
+
+from asyncsched.api.core import PodSpec
+
+__all__ = [
+    "DURATION_ANNOTATION",
+    "EXIT_CODE_ANNOTATION",
+    "FAIL_AFTER_ANNOTATION",
+    "NEEDS_WHOLE_GROUP_ANNOTATION",
+    "SUBMIT_AT_ANNOTATION",
+    "ManifestError",
+    "exit_code_in",
+    "path_message",
+    "pod_annotations_check",
+    "pod_spec_quantities",
+    "seconds_in",
+    "template_pod_spec",
+]
+
+SUBMIT_AT_ANNOTATION = "simulation.asyncsched.io/submit-at"
+DURATION_ANNOTATION = "simulation.asyncsched.io/duration"
+NEEDS_WHOLE_GROUP_ANNOTATION = "simulation.asyncsched.io/needs-whole-group"
+FAIL_AFTER_ANNOTATION = "simulation.asyncsched.io/fail-after"
+EXIT_CODE_ANNOTATION = "simulation.asyncsched.io/exit-code"
+
+
+class ManifestError(ValueError):
+    """Input that cannot be simulated; the message is one line naming where and what."""
+
+
+def path_message(exc: msgspec.ValidationError) -> str:
+    message = str(exc)
+    if " - at `$." in message:
+        text, path = message.rsplit(" - at `$.", 1)
+        return f"{path.rstrip('`')}: {text[0].lower()}{text[1:]}"
+    return message
+
+
+def seconds_in(annotations: Mapping[str, str], key: str, where: str) -> float | None:
+    """A non-negative number of seconds from ``annotations[key]``, or None when absent."""
+    raw = annotations.get(key)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value < 0 or value != value:
+        raise ManifestError(
+            f"{where}: annotation {key} must be a number of seconds >= 0, got {raw!r}"
+        )
+    return value
+
+
+def exit_code_in(annotations: Mapping[str, str], where: str) -> int:
+    """The exit code a simulated failure reports (default 1; 0 would not be a failure)."""
+    raw = annotations.get(EXIT_CODE_ANNOTATION)
+    if raw is None:
+        return 1
+    try:
+        code = int(raw)
+    except ValueError:
+        code = 0
+    if not 1 <= code <= 255:
+        raise ManifestError(
+            f"{where}: annotation {EXIT_CODE_ANNOTATION} must be an exit code 1-255, got {raw!r}"
+        )
+    return code
+
+
+def pod_annotations_check(annotations: Mapping[str, str], where: str) -> None:
+    """The simulation annotations a pod (or a pod template) carries must be readable."""
+    seconds_in(annotations, DURATION_ANNOTATION, where)
+    seconds_in(annotations, FAIL_AFTER_ANNOTATION, where)
+    exit_code_in(annotations, where)
+
+
+def pod_spec_quantities(spec: PodSpec, at: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for kind, containers in (
+        ("containers", spec.containers),
+        ("initContainers", spec.init_containers),
+    ):
+        for i, c in enumerate(containers):
+            yield f"{at}.{kind}[{i}].resources.requests", c.resources.requests
+            yield f"{at}.{kind}[{i}].resources.limits", c.resources.limits
+    yield f"{at}.overhead", spec.overhead
+
+
+def template_pod_spec(template: Any, at: str) -> PodSpec:
+    """A pod template's spec as the scheduler reads it; ManifestError if it cannot be read."""
+    raw = template.get("spec") if isinstance(template, dict) else None
+    try:
+        return msgspec.convert(raw or {}, PodSpec)
+    except msgspec.ValidationError as exc:
+        raise ManifestError(f"{at}.{path_message(exc)}") from None
+
+
+def template_annotations(template: Any) -> dict[str, str]:
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    notes = meta.get("annotations") if isinstance(meta, dict) else None
+    return {str(k): str(v) for k, v in notes.items()} if isinstance(notes, dict) else {}

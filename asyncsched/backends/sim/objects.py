@@ -1,0 +1,44 @@
+"""The few Kubernetes kinds only the simulator reads: Deployment and Service.
+
+The scheduler never looks at them; the simulator needs a Deployment to play
+its ReplicaSet controller, and keeps Services so users' YAML loads as written.
+Templates and specs stay plain dicts so no field a user wrote is lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from asyncsched.api import Command, Job, KubeObject
+from asyncsched.api.core import ConfigMap
+from asyncsched.api.meta import ObjectMeta
+
+__all__ = ["Deployment", "DeploymentSpec", "Service", "SimObject"]
+
+
+class DeploymentSpec(msgspec.Struct, rename="camel"):
+    replicas: int = 1
+    selector: dict[str, Any] = {}
+    template: dict[str, Any] = {}
+    """The PodTemplateSpec as written: ``{"metadata": ..., "spec": ...}``."""
+    strategy: dict[str, Any] = {}
+
+
+class Deployment(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Deployment"
+):
+    api_version: str = "apps/v1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DeploymentSpec = msgspec.field(default_factory=DeploymentSpec)
+
+
+class Service(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Service"):
+    api_version: str = "v1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: dict[str, Any] = {}
+
+
+SimObject = KubeObject | Job | Command | Deployment | Service | ConfigMap
+"""Everything the simulator reads from users' YAML."""

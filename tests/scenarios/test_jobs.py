@@ -1,0 +1,147 @@
+"""Volcano Jobs run end to end: the Job controller, its plugins and policies, in the loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.scenarios.harness import Run, simulate, simulation
+
+NODES = "nodes-cpu.yaml"
+
+
+def job_phases(run: Run, name: str) -> list[str]:
+    return [e["phase"] for e in run.of("phase") if e["kind"] == "Job" and e["name"] == name]
+
+
+def env_of(pod: dict[str, object]) -> dict[str, str]:
+    containers = pod["spec"]["containers"]  # type: ignore[index]
+    return {e["name"]: e.get("value", "") for e in containers[0].get("env", [])}  # type: ignore[index]
+
+
+def test_seed_training_job_runs_and_completes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "job-seed-training.yaml")
+
+    assert run.code == 0, run.stderr
+    assert job_phases(run, "training-job") == ["Pending", "Running", "Completing", "Completed"]
+    assert run.placements() == {"training-job-worker-0": "train-0"}
+    assert "volcano jobs: 1 completed" in run.stdout
+    assert "default/training-job: Completed at t=120s" in run.stdout
+
+
+def test_tensorflow_job_gets_task_indexes_and_hosts() -> None:
+    sim = simulation(NODES, "job-tensorflow.yaml", until=10)
+
+    pods = sim.objects("Pod")
+    names = sorted(p["metadata"]["name"] for p in pods.values())
+    assert names == [
+        *(f"tf-dist-ps-{i}" for i in range(2)),
+        *(f"tf-dist-worker-{i}" for i in range(4)),
+    ]
+    for pod in pods.values():
+        name = pod["metadata"]["name"]
+        env = env_of(pod)
+        assert env["VC_TASK_INDEX"] == env["VK_TASK_INDEX"] == name.rsplit("-", 1)[1]
+        assert pod["spec"]["hostname"] == name and pod["spec"]["subdomain"] == "tf-dist"
+        assert pod["spec"]["nodeName"]
+    hosts = sim.objects("ConfigMap")["default/tf-dist-svc"]["data"]
+    assert hosts["ps.host"].split("\n") == ["tf-dist-ps-0.tf-dist", "tf-dist-ps-1.tf-dist"]
+    assert hosts["worker.host"].split("\n") == [f"tf-dist-worker-{i}.tf-dist" for i in range(4)]
+    assert hosts["VC_WORKER_NUM"] == "4"
+    assert "default/tf-dist" in sim.objects("Service")
+    assert sim.objects("Job")["default/tf-dist"]["status"]["state"]["phase"] == "Running"
+
+
+def test_tensorflow_job_completes_and_cleans_up(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, NODES, "job-tensorflow.yaml")
+
+    assert job_phases(run, "tf-dist")[-1] == "Completed"
+    deleted = {(e["kind"], e["name"]) for e in run.of("deleted")}
+    expected = {("Pod", "tf-dist-ps-0"), ("Pod", "tf-dist-ps-1"), ("ConfigMap", "tf-dist-svc")}
+    assert expected <= deleted
+
+
+def test_pytorch_job_ranks_and_master_address() -> None:
+    sim = simulation(NODES, "job-pytorch.yaml", until=10)
+
+    envs = {p["metadata"]["name"]: env_of(p) for p in sim.objects("Pod").values()}
+    assert sorted(envs) == ["ddp-master-0", "ddp-worker-0", "ddp-worker-1", "ddp-worker-2"]
+    assert {n: e["RANK"] for n, e in envs.items()} == {
+        "ddp-master-0": "0",
+        "ddp-worker-0": "1",
+        "ddp-worker-1": "2",
+        "ddp-worker-2": "3",
+    }
+    for env in envs.values():
+        assert env["WORLD_SIZE"] == "4"
+        assert env["MASTER_ADDR"] == "ddp-master-0.ddp"
+        assert env["MASTER_PORT"] == "23456"
+
+
+def test_pod_failed_restarts_the_job_until_max_retry(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, NODES, "job-restart.yaml")
+
+    assert run.code == 0, run.stderr
+    assert job_phases(run, "flaky") == [
+        "Pending",
+        "Running",
+        "Restarting",
+        "Pending",
+        "Running",
+        "Failed",
+    ]
+    last = [e for e in run.of("phase") if e["kind"] == "Job"][-1]
+    assert last["retryCount"] == 2 and last["reason"] == "RestartJob" and last["time"] == 60
+    failures = [(e["time"], e["name"]) for e in run.of("failed")]
+    assert failures == [
+        (30, "flaky-worker-0"),
+        (30, "flaky-worker-1"),
+        (60, "flaky-worker-0"),
+        (60, "flaky-worker-1"),
+    ]
+    assert all("code 137" in e["reason"] for e in run.of("failed"))
+    assert "default/flaky: Failed at t=60s, 2 retries" in run.stdout
+
+
+def test_task_completed_completes_the_job_while_others_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, NODES, "job-complete-early.yaml")
+
+    assert run.code == 0 and "all work done at t=50s" in run.stdout
+    assert job_phases(run, "search")[-2:] == ["Completing", "Completed"]
+    deleted = sorted(e["name"] for e in run.of("deleted") if e["kind"] == "Pod")
+    assert deleted == [f"search-worker-{i}" for i in range(3)]
+    assert [e["name"] for e in run.of("completed")] == ["search-evaluator-0"]
+
+
+def test_abort_then_resume_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    run = simulate(capsys, tmp_path, NODES, "job-commands.yaml")
+
+    phases = [(e["time"], e["phase"]) for e in run.of("phase") if e["kind"] == "Job"]
+    assert phases == [
+        (0, "Pending"),
+        (0, "Running"),
+        (100, "Aborting"),
+        (100, "Aborted"),
+        (200, "Restarting"),
+        (200, "Pending"),
+        (200, "Running"),
+        (500, "Completed"),
+    ]
+    aborted = sorted(e["name"] for e in run.of("deleted") if e["kind"] == "Pod")
+    assert aborted == ["long-train-worker-0", "long-train-worker-1"]
+    assert [e["time"] for e in run.of("bound")] == [0, 0, 200, 200]
+
+
+def test_job_runs_are_deterministic(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    first = simulate(capsys, tmp_path, NODES, "job-tensorflow.yaml", "job-restart.yaml")
+    second = simulate(capsys, tmp_path, NODES, "job-tensorflow.yaml", "job-restart.yaml")
+    assert first.events == second.events and first.stdout == second.stdout

@@ -7,11 +7,18 @@ Each scheduler has its own registry, so several can live in one process
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-__all__ = ["Metrics", "serve_http"]
+__all__ = ["Exposition", "Metrics", "serve_http"]
+
+
+class Exposition(Protocol):
+    """Anything with a Prometheus text exposition (the scheduler's or the controllers' metrics)."""
+
+    def exposition(self) -> bytes: ...
 
 
 class Metrics:
@@ -53,7 +60,7 @@ class Metrics:
 
 
 async def serve_http(
-    metrics: Metrics, ready: Callable[[], bool], host: str, port: int
+    metrics: Exposition, ready: Callable[[], bool], host: str, port: int
 ) -> web.AppRunner:
     """Start the HTTP endpoints; the caller cleans up the returned runner."""
 

@@ -1,0 +1,114 @@
+"""What the controllers know of the cluster: the informers' objects, kept by (namespace, name).
+
+Our own writes are folded in at once (a created pod, a status we wrote, a pod we
+deleted), so the next reconcile does not act on a picture older than its own
+last decision; the informer's later events agree with them or replace them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Generic, Protocol, TypeVar
+
+import msgspec
+
+from asyncsched.api.core import Pod
+from asyncsched.api.meta import ObjectMeta
+from asyncsched.controllers.job import keys
+
+__all__ = ["PodStore", "Store", "newer"]
+
+
+class _HasMeta(Protocol):
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+
+T = TypeVar("T", bound=_HasMeta)
+Key = tuple[str, str]
+
+
+def _version(obj: _HasMeta) -> int | None:
+    try:
+        return int(obj.metadata.resource_version)
+    except ValueError:
+        return None
+
+
+def newer(candidate: _HasMeta, current: _HasMeta | None) -> bool:
+    """Whether ``candidate`` is at least as new as ``current`` (resourceVersions are etcd
+    revisions in practice; when one is not a number, the candidate wins)."""
+    if current is None:
+        return True
+    a, b = _version(candidate), _version(current)
+    return a is None or b is None or a >= b
+
+
+class Store(Generic[T]):
+    def __init__(self) -> None:
+        self.items: dict[Key, T] = {}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(list(self.items.values()))
+
+    def get(self, namespace: str, name: str) -> T | None:
+        return self.items.get((namespace, name))
+
+    def upsert(self, obj: T) -> T | None:
+        """Store what the informer saw; return what was there before."""
+        key = (obj.metadata.namespace, obj.metadata.name)
+        old = self.items.get(key)
+        self.items[key] = obj
+        self._indexed(old, obj)
+        return old
+
+    def offer(self, obj: T) -> None:
+        """Store what one of our writes returned, unless the informer already has newer."""
+        if newer(obj, self.get(obj.metadata.namespace, obj.metadata.name)):
+            self.upsert(obj)
+
+    def delete(self, namespace: str, name: str) -> T | None:
+        old = self.items.pop((namespace, name), None)
+        if old is not None:
+            self._indexed(old, None)
+        return old
+
+    def _indexed(self, old: T | None, new: T | None) -> None:
+        """Subclasses keep secondary indexes here."""
+
+
+class PodStore(Store[Pod]):
+    """Pods, with those of each Volcano Job indexed by (namespace, job name)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_job: dict[Key, set[str]] = {}
+
+    @staticmethod
+    def job_of(pod: Pod) -> str:
+        meta = pod.metadata
+        return meta.annotations.get(keys.JOB_NAME) or meta.labels.get(keys.JOB_NAME, "")
+
+    def _indexed(self, old: Pod | None, new: Pod | None) -> None:
+        if old is not None and (job := self.job_of(old)):
+            names = self.by_job.get((old.metadata.namespace, job))
+            if names is not None:
+                names.discard(old.metadata.name)
+                if not names:
+                    del self.by_job[(old.metadata.namespace, job)]
+        if new is not None and (job := self.job_of(new)):
+            self.by_job.setdefault((new.metadata.namespace, job), set()).add(new.metadata.name)
+
+    def of_job(self, namespace: str, job: str) -> list[Pod]:
+        names = self.by_job.get((namespace, job), set())
+        return [p for n in sorted(names) if (p := self.get(namespace, n)) is not None]
+
+    def mark_terminating(self, namespace: str, name: str, stamp: str) -> None:
+        """A pod we deleted counts as terminating until the informer says it is gone."""
+        pod = self.get(namespace, name)
+        if pod is not None and pod.metadata.deletion_timestamp is None:
+            meta = msgspec.structs.replace(pod.metadata, deletion_timestamp=stamp)
+            self.upsert(msgspec.structs.replace(pod, metadata=meta))

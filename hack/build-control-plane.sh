@@ -12,6 +12,7 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-v1.36.3}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.8}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+HELM_VERSION="${HELM_VERSION:-v3.17.3}"
 CACHE="${ASYNCSCHED_CACHE:-$HOME/.cache/asyncsched}"
 BIN="$CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
 export GOPATH="$CACHE/go" GOCACHE="$CACHE/go-build" GOFLAGS="-mod=mod" GOTOOLCHAIN=local
@@ -26,7 +27,7 @@ stages_complete() {
 }
 all_built() {
   local name
-  for name in etcd kwok kube-apiserver kube-controller-manager kube-scheduler; do
+  for name in etcd kwok kube-apiserver kube-controller-manager kube-scheduler helm; do
     [ -x "$BIN/$name" ] || return 1
   done
   stages_complete
@@ -138,7 +139,15 @@ build_kwok() {
   stages_complete || { echo "build-control-plane: KWOK stages missing in $src" >&2; exit 1; }
 }
 
+build_helm() {
+  # For the test that renders the Helm chart and compares it with deploy/scheduler.
+  [ -x "$BIN/helm" ] && return
+  log "building helm"
+  GOBIN="$BIN" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+}
+
 build_etcd
 build_kwok
 build_kubernetes
+build_helm
 echo "$BIN"

@@ -315,3 +315,31 @@ async def test_bad_kubeconfig_gives_one_line_and_non_zero_exit(tmp_path: Path) -
         assert proc.returncode == 1, text
         assert text.count("\n") == 1 and text.startswith("asyncsched: error:"), text
         assert "Traceback" not in text
+
+
+async def test_metrics_health_endpoints_and_clean_sigterm(bed: Bed) -> None:
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    scheduler = bed.scheduler(
+        "replica-a", "--metrics-host", "127.0.0.1", "--metrics-port", str(port)
+    )
+    try:
+        await bed.submit(bed.pod("counted"))
+        await bed.wait_bound({"counted"})
+
+        def get(path: str) -> tuple[int, str]:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+                return answer.status, answer.read().decode()
+
+        assert await asyncio.to_thread(get, "/healthz") == (200, "ok")
+        assert await asyncio.to_thread(get, "/readyz") == (200, "ok")
+        status, metrics = await asyncio.to_thread(get, "/metrics")
+        assert status == 200
+        binds = [line for line in metrics.splitlines() if line.startswith("asyncsched_binds_total")]
+        assert binds and float(binds[0].split()[-1]) >= 1, metrics[:2000]
+    finally:
+        assert scheduler.terminate() == 0, "SIGTERM ends the scheduler cleanly"

@@ -14,8 +14,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import aiohttp.helpers
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from yarl import URL
 
 __all__ = ["KubeClient", "KubeError", "connect"]
 
@@ -38,8 +40,12 @@ class KubeClient:
     def __init__(self, api: k8s_client.ApiClient) -> None:
         self._api = api
         self.host: str = str(api.configuration.host)
+        self._own_session: aiohttp.ClientSession | None = None
+        self._proxy: tuple[str | None, aiohttp.BasicAuth | None] | None = None
 
     async def close(self) -> None:
+        if self._own_session is not None:
+            await self._own_session.close()
         await self._api.close()
 
     async def _headers(self, content_type: str = "application/json") -> dict[str, str]:
@@ -50,8 +56,30 @@ class KubeClient:
 
     @property
     def _session(self) -> aiohttp.ClientSession:
-        session: aiohttp.ClientSession = self._api.rest_client.pool_manager
-        return session
+        """kubernetes-asyncio's connection pool (its TLS settings), without ``trust_env``.
+
+        With ``trust_env`` aiohttp looks for ~/.netrc in a worker thread on every
+        request: a thread hop per bind, which waits for the GIL while a session runs
+        in another thread. A netrc entry could never have helped (with our
+        Authorization header aiohttp raises on it), and the proxy variables that
+        ``trust_env`` also reads are resolved once, in ``_proxy_for_host``.
+        """
+        if self._own_session is None:
+            shared: aiohttp.ClientSession = self._api.rest_client.pool_manager
+            self._own_session = aiohttp.ClientSession(
+                connector=shared.connector, connector_owner=False, trust_env=False
+            )
+        return self._own_session
+
+    def _proxy_for_host(self) -> tuple[str | None, aiohttp.BasicAuth | None]:
+        """HTTPS_PROXY / HTTP_PROXY / NO_PROXY for the API server, as ``trust_env`` read them."""
+        if self._proxy is None:
+            try:
+                url, auth = aiohttp.helpers.get_env_proxy_for_url(URL(self.host))
+                self._proxy = (str(url), auth)
+            except LookupError:
+                self._proxy = (None, None)
+        return self._proxy
 
     async def request(
         self,
@@ -64,6 +92,7 @@ class KubeClient:
         timeout: float = 30.0,
     ) -> bytes:
         """Send one request; return the body, or raise KubeError with the server's message."""
+        proxy, proxy_auth = self._proxy_for_host()
         try:
             async with self._session.request(
                 method,
@@ -72,6 +101,8 @@ class KubeClient:
                 data=body,
                 headers=await self._headers(content_type),
                 timeout=aiohttp.ClientTimeout(total=timeout),
+                proxy=proxy,
+                proxy_auth=proxy_auth,
             ) as response:
                 data = await response.read()
                 if response.status >= 300:
@@ -96,12 +127,15 @@ class KubeClient:
         self, path: str, params: dict[str, str], timeout: float
     ) -> AsyncIterator[bytes]:
         """The lines of a watch; ends when the server closes it or ``timeout`` passes."""
+        proxy, proxy_auth = self._proxy_for_host()
         try:
             async with self._session.get(
                 self.host + path,
                 params=params,
                 headers=await self._headers(),
                 timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=10),
+                proxy=proxy,
+                proxy_auth=proxy_auth,
             ) as response:
                 if response.status >= 300:
                     data = await response.read()

@@ -26,6 +26,7 @@ from asyncsched.backends.kube.metrics import Metrics, serve_http
 from asyncsched.backends.kube.status import StatusWriter
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES, ClusterCache
 from asyncsched.framework import SessionResult, run_session
+from asyncsched.model import TaskStatus
 
 __all__ = ["KubeScheduler", "SchedulerOptions"]
 
@@ -96,7 +97,7 @@ class KubeScheduler:
         self._reported_bad: set[tuple[str, str, str, str]] = set()
         self.sessions = 0
         self.informers: list[Informer[Any]] = [
-            self._informer(PODS, self.cache.upsert_pod, self._pod_deleted),
+            Informer(client, PODS, self._pod_upserted, self._pod_deleted, self._bad_object),
             self._informer(NODES, self.cache.upsert_node, lambda ns, n: self.cache.delete_node(n)),
             self._informer(PODGROUPS, self.cache.upsert_podgroup, self.cache.delete_podgroup),
             self._informer(
@@ -163,9 +164,36 @@ class KubeScheduler:
                 "Warning",
             )
 
+    def _pod_upserted(self, pod: Pod) -> None:
+        """Into the cache; wake the loop unless nothing a session decides on changed.
+
+        A pod that stays on the same node, alive and with the same requests
+        (Binding -> Bound -> Running: our own binds coming back, the kubelet's
+        status updates) leaves every placement, gang count and queue share as it
+        was, so it does not start a session; the next one, at the latest after
+        ``period``, still sees it (PodGroup running counts are written then).
+        In a burst these updates are most of the pod events, and each woken
+        session re-snapshots every pod while binds wait for the GIL.
+        """
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        before = self.cache.tasks.get(key)
+        self.cache.upsert_pod(pod)
+        after = self.cache.tasks.get(key)
+        if (
+            before is None
+            or after is None
+            or before.status not in _ON_NODE_ALIVE
+            or after.status not in _ON_NODE_ALIVE
+            or before.node_name != after.node_name
+            or before.resreq != after.resreq
+            or before.init_resreq != after.init_resreq
+        ):
+            self.dirty.set()
+
     def _pod_deleted(self, namespace: str, name: str) -> None:
         self.cache.delete_pod(namespace, name)
         self.status.forget(f"{namespace}/{name}")
+        self.dirty.set()
 
     def _bad_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
         """Skip an object we cannot read: log, count, and tell its owner with a warning Event."""
@@ -299,6 +327,9 @@ class KubeScheduler:
         self.cache.bind_failed(key)
         self.dirty.set()
 
+
+_ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+"""Statuses between which a pod's moves change nothing a session decides on."""
 
 _API_VERSIONS = {
     "PodGroup": "scheduling.volcano.sh/v1beta1",

@@ -1,0 +1,718 @@
+"""Creation-to-bound throughput and latency on the real test bed (KWOK nodes).
+
+    python benchmarks/e2e_throughput.py --nodes 100 --pods 1000 --lone 50 \\
+        --compare-kube-scheduler
+
+Starts a bed (tests/e2e/testbed.py) with N KWOK nodes, or reuses one with
+``--bed DIR`` (started there if DIR holds none, and left running); starts
+``asyncsched scheduler`` as a process with deploy/'s ServiceAccount (``--rbac admin``
+for the admin identity) unless ``--external``; creates P pods in a burst
+(``--concurrency`` creates in flight) and waits until every one is bound.
+``--lone N`` first creates N pods one at a time on the idle cluster, each
+waited for. ``--compare-kube-scheduler`` then runs the same with kube-scheduler
+(from the bed's bin dir, pods with schedulerName default-scheduler) on the same
+bed, the cluster cleaned in between, and prints the ratio.
+
+Clocks. The API server stamps objects in whole seconds (creationTimestamp, the
+PodScheduled condition's lastTransitionTime), too coarse for milliseconds, so
+the figures are taken on the benchmark's own wall clock (the same host clock
+as the API server's): a pod is *created* when the POST's answer or the ADDED
+event of the benchmark's own watch arrives (the first of the two), and *bound*
+when the first watch event carrying spec.nodeName arrives. Throughput is
+pods / (last bound - first POST sent). The ``server_clock`` figures repeat the
+measurement with the API server's whole-second stamps as a cross-check.
+
+The last line on stdout is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+_pre = argparse.ArgumentParser(add_help=False)
+_pre.add_argument("--source", type=Path, default=ROOT)
+SOURCE: Path = _pre.parse_known_args()[0].source.resolve()
+"""Where asyncsched is imported from, here and in the scheduler process (tests/ is ROOT's)."""
+sys.path[:0] = [str(SOURCE), str(ROOT)] if SOURCE != ROOT else [str(ROOT)]
+
+from asyncsched.backends.kube.client import KubeClient, KubeError, connect  # noqa: E402
+from tests.e2e import kubeops  # noqa: E402
+from tests.e2e.procs import Component, free_port, wait_http  # noqa: E402
+from tests.e2e.scheduler_proc import (  # noqa: E402
+    DEPLOY,
+    NAMESPACE,
+    SERVICE_ACCOUNT,
+    SchedulerProcess,
+    apply,
+)
+from tests.e2e.testbed import Testbed  # noqa: E402
+
+CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+NODE_PREFIX = "kwok-node-"
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- what the benchmark decodes of a pod ------------------------------------------------
+
+
+class _Condition(msgspec.Struct):
+    type: str = ""
+    status: str = ""
+    lastTransitionTime: str | None = None
+
+
+class _Meta(msgspec.Struct):
+    name: str = ""
+    creationTimestamp: str | None = None
+    resourceVersion: str = ""
+
+
+class _Spec(msgspec.Struct):
+    nodeName: str = ""
+
+
+class _Status(msgspec.Struct):
+    conditions: list[_Condition] = []
+
+
+class _Pod(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    spec: _Spec = msgspec.field(default_factory=_Spec)
+    status: _Status = msgspec.field(default_factory=_Status)
+
+
+class _Event(msgspec.Struct):
+    type: str
+    object: _Pod
+
+
+class _List(msgspec.Struct):
+    metadata: _Meta
+    items: list[_Pod] = []
+
+
+class _NodeCondition(msgspec.Struct):
+    type: str = ""
+    status: str = ""
+
+
+class _Taint(msgspec.Struct):
+    key: str = ""
+
+
+class _NodeSpec(msgspec.Struct):
+    taints: list[_Taint] = []
+
+
+class _NodeStatus(msgspec.Struct):
+    conditions: list[_NodeCondition] = []
+
+
+class _Node(msgspec.Struct):
+    metadata: _Meta
+    spec: _NodeSpec = msgspec.field(default_factory=_NodeSpec)
+    status: _NodeStatus = msgspec.field(default_factory=_NodeStatus)
+
+
+class _NodeList(msgspec.Struct):
+    items: list[_Node] = []
+
+
+def _stamp(text: str | None) -> float | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+
+
+# -- the watch ---------------------------------------------------------------------------
+
+
+@dataclass
+class Observed:
+    posted: float | None = None  # POST sent
+    answered: float | None = None  # POST answered
+    added: float | None = None  # ADDED event arrived
+    bound: float | None = None  # first event with spec.nodeName arrived
+    server_created: float | None = None  # creationTimestamp (whole seconds)
+    server_scheduled: float | None = None  # PodScheduled=True lastTransitionTime (whole s)
+
+    @property
+    def created(self) -> float | None:
+        seen = [t for t in (self.answered, self.added) if t is not None]
+        return min(seen) if seen else None
+
+
+@dataclass
+class PodWatch:
+    """Watches the pods of one namespace and notes when each was seen created and bound."""
+
+    client: KubeClient
+    namespace: str
+    pods: dict[str, Observed] = field(default_factory=dict)
+    waiters: dict[str, asyncio.Event] = field(default_factory=dict)
+    bound_count: int = 0
+    all_bound: asyncio.Event = field(default_factory=asyncio.Event)
+    expected: int = 0
+
+    def entry(self, name: str) -> Observed:
+        found = self.pods.get(name)
+        if found is None:
+            found = self.pods[name] = Observed()
+        return found
+
+    async def run(self) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        listed = msgspec.json.decode(await self.client.get(path), type=_List)
+        version = listed.metadata.resourceVersion
+        decoder = msgspec.json.Decoder(_Event)
+        while True:
+            params = {
+                "watch": "true",
+                "resourceVersion": version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": "600",
+            }
+            async for line in self.client.stream(path, params, timeout=630):
+                arrived = time.time()
+                event = decoder.decode(line)
+                pod = event.object
+                version = pod.metadata.resourceVersion or version
+                if event.type in ("BOOKMARK", "DELETED"):
+                    continue
+                if event.type == "ERROR":
+                    raise KubeError(0, f"watch error: {line[:300]!r}")
+                seen = self.entry(pod.metadata.name)
+                if seen.added is None:
+                    seen.added = arrived
+                    seen.server_created = _stamp(pod.metadata.creationTimestamp)
+                if pod.spec.nodeName and seen.bound is None:
+                    seen.bound = arrived
+                    self.bound_count += 1
+                    waiter = self.waiters.pop(pod.metadata.name, None)
+                    if waiter is not None:
+                        waiter.set()
+                    if self.expected and self.bound_count >= self.expected:
+                        self.all_bound.set()
+                if seen.server_scheduled is None:
+                    for c in pod.status.conditions:
+                        if c.type == "PodScheduled" and c.status == "True":
+                            seen.server_scheduled = _stamp(c.lastTransitionTime)
+
+
+# -- figures -----------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))  # nearest rank
+    return ordered[rank]
+
+
+def latency_figures(pods: Sequence[Observed]) -> dict[str, Any]:
+    ms: list[float] = []
+    from_post: list[float] = []
+    for p in pods:
+        created, bound = p.created, p.bound
+        if bound is None or created is None:
+            continue
+        ms.append((bound - created) * 1000)
+        if p.posted is not None:
+            from_post.append((bound - p.posted) * 1000)
+    server = [
+        p.server_scheduled - p.server_created
+        for p in pods
+        if p.server_scheduled is not None and p.server_created is not None
+    ]
+    return {
+        "bound": len(ms),
+        "p50_ms": round(percentile(ms, 50), 1),
+        "p99_ms": round(percentile(ms, 99), 1),
+        "max_ms": round(max(ms, default=float("nan")), 1),
+        "from_post_p50_ms": round(percentile(from_post, 50), 1),
+        "from_post_p99_ms": round(percentile(from_post, 99), 1),
+        "server_clock": {
+            "p50_s": percentile(server, 50),
+            "p99_s": percentile(server, 99),
+            "resolution_s": 1,
+        },
+    }
+
+
+def burst_figures(pods: Sequence[Observed], elapsed_create: float) -> dict[str, Any]:
+    figures = latency_figures(pods)
+    posted = [p.posted for p in pods if p.posted is not None]
+    bound = [p.bound for p in pods if p.bound is not None]
+    span = max(bound) - min(posted) if bound and posted else float("nan")
+    server_created = [p.server_created for p in pods if p.server_created is not None]
+    server_bound = [p.server_scheduled for p in pods if p.server_scheduled is not None]
+    server_span = (
+        max(server_bound) - min(server_created) + 1 if server_bound and server_created else 0
+    )
+    figures["throughput_pods_per_s"] = round(len(bound) / span, 1) if bound and posted else 0.0
+    figures["seconds_first_create_to_last_bind"] = round(span, 2)
+    figures["create_seconds"] = round(elapsed_create, 2)
+    figures["create_rate_pods_per_s"] = round(len(posted) / elapsed_create, 1)
+    figures["server_clock"]["throughput_pods_per_s"] = (
+        round(len(server_bound) / server_span, 1) if server_span else 0.0
+    )
+    return figures
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """user+system CPU time of a process and its reaped children (0 if unknown)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+# -- the bed -----------------------------------------------------------------------------
+
+
+def pod_manifest(name: str, scheduler: str, run: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"bench": run}},
+        "spec": {
+            "schedulerName": scheduler,
+            "terminationGracePeriodSeconds": 0,
+            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                }
+            ],
+        },
+    }
+
+
+async def ready_kwok_nodes(client: KubeClient) -> set[str]:
+    body = await client.get("/api/v1/nodes", {"labelSelector": "type=kwok"})
+    ready = set()
+    for node in msgspec.json.decode(body, type=_NodeList).items:
+        ok = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+        tainted = {t.key for t in node.spec.taints} & kubeops.NOT_READY_TAINTS
+        if ok and not tainted:
+            ready.add(node.metadata.name)
+    return ready
+
+
+async def ensure_nodes(client: KubeClient, count: int, concurrency: int = 32) -> int:
+    """At least `count` Ready KWOK nodes (kwok-node-0...), created concurrently; how many."""
+    body = await client.get("/api/v1/nodes", {"labelSelector": "type=kwok"})
+    existing = {n.metadata.name for n in msgspec.json.decode(body, type=_NodeList).items}
+    wanted = [f"{NODE_PREFIX}{i}" for i in range(count)]
+    missing = [n for n in wanted if n not in existing]
+    if missing:
+        log(f"creating {len(missing)} KWOK nodes")
+    slots = asyncio.Semaphore(concurrency)
+
+    async def create(name: str) -> None:
+        async with slots:
+            manifest = kubeops.node_manifest(name, CAPACITY)
+            await client.post("/api/v1/nodes", msgspec.json.encode(manifest))
+
+    await asyncio.gather(*(create(n) for n in missing))
+    deadline = time.monotonic() + max(120, count / 5)
+    while not set(wanted) <= (ready := await ready_kwok_nodes(client)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(set(wanted) & ready)}/{count} KWOK nodes Ready")
+        await asyncio.sleep(1)
+    log(f"{len(ready)} KWOK nodes Ready")
+    if len(ready) > count:
+        log(f"warning: the bed has {len(ready)} nodes, more than --nodes {count}")
+    return len(ready)
+
+
+async def install_scheduler_rbac(bed: Testbed) -> Path:
+    """deploy/scheduler/ less its Deployment and Service; a kubeconfig of its ServiceAccount."""
+    async with bed.admin_client() as api:
+        for path in sorted(DEPLOY.glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if isinstance(doc, dict) and doc.get("kind") not in (None, "Deployment", "Service"):
+                    await apply(api, doc)
+        return await bed.service_account_kubeconfig(api, NAMESPACE, SERVICE_ACCOUNT, 24 * 3600)
+
+
+async def new_namespace(client: KubeClient, name: str) -> None:
+    body = msgspec.json.encode({"metadata": {"name": name, "labels": {"bench": "true"}}})
+    await client.post("/api/v1/namespaces", body)
+    for _ in range(300):  # pods are refused until the `default` ServiceAccount exists
+        with contextlib.suppress(KubeError):
+            await client.get(f"/api/v1/namespaces/{name}/serviceaccounts/default")
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"no default ServiceAccount in {name}")
+
+
+async def clean_namespace(client: KubeClient, name: str) -> None:
+    """Force-deletes the namespace's pods (grace 0), waits until they are gone, drops it."""
+    started = time.monotonic()
+    options = msgspec.json.encode({"kind": "DeleteOptions", "gracePeriodSeconds": 0})
+    pods = f"/api/v1/namespaces/{name}/pods"
+    while True:
+        with contextlib.suppress(KubeError):
+            await client.request("DELETE", pods, body=options, timeout=300)
+        left = msgspec.json.decode(await client.get(pods, {"limit": "1"}), type=_List).items
+        if not left:
+            break
+        await asyncio.sleep(1)
+    with contextlib.suppress(KubeError):
+        await client.request("DELETE", f"/api/v1/namespaces/{name}")
+    log(f"cleaned namespace {name} in {time.monotonic() - started:.1f}s")
+
+
+# -- schedulers --------------------------------------------------------------------------
+
+
+class Scheduler:
+    """A scheduler process (or none, with --external) with its CPU accounting."""
+
+    name = "external"
+    scheduler_name = ""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+
+class AsyncSched(Scheduler):
+    def __init__(self, kubeconfig: Path, log_path: Path, scheduler_name: str, profile: Path | None):
+        self.name = "asyncsched"
+        self.scheduler_name = scheduler_name
+        self.metrics_port = free_port()
+        self.proc = SchedulerProcess(
+            kubeconfig, log_path, "bench", "--scheduler-name", scheduler_name,
+            "--metrics-host", "127.0.0.1", "--metrics-port", str(self.metrics_port),
+        )  # fmt: skip
+        self.profile = profile
+        self.profiler: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc.log.unlink(missing_ok=True)  # "informers synced" of this run only
+        with self.proc.log.open("ab") as out:  # SchedulerProcess.start, but from SOURCE
+            self.proc.proc = subprocess.Popen(
+                self.proc.argv, stdout=out, stderr=subprocess.STDOUT, cwd=SOURCE,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+            )  # fmt: skip
+        self.proc.wait_for_line("informers synced", 300)
+
+    def metrics(self) -> dict[str, float]:
+        """Session and bind counters from its /metrics."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            text = answer.read().decode()
+        wanted = {
+            "asyncsched_sessions_total": "sessions",
+            "asyncsched_session_duration_seconds_sum": "session_seconds",
+            "asyncsched_binds_total": "binds",
+            "asyncsched_bind_failures_total": "bind_failures",
+        }
+        found: dict[str, float] = {}
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in wanted:
+                found[wanted[name]] = float(value)
+        return found
+
+    def start_profile(self, phase: str) -> None:
+        """py-spy on the process, into <profile dir>/asyncsched-profile-<phase>.txt."""
+        if self.profile is None or self.pid is None:
+            return
+        py_spy = shutil.which("py-spy")
+        if py_spy is None:
+            log("py-spy is not installed (pip install py-spy): no profile")
+            return
+        self.profiler = subprocess.Popen(
+            [py_spy, "record", "--pid", str(self.pid), "--rate", "200", "--format", "raw",
+             "--threads", "--output", str(self.profile / f"asyncsched-profile-{phase}.txt"),
+             "--nonblocking"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+
+    def stop_profile(self) -> None:
+        if self.profiler is not None:
+            self.profiler.send_signal(signal.SIGINT)
+            self.profiler.wait(60)
+            self.profiler = None
+            log(f"py-spy profile (collapsed stacks) in {self.profile}")
+
+    def stop(self) -> None:
+        self.stop_profile()
+        if self.proc.alive():
+            self.proc.terminate(30)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.proc.pid if self.proc.proc is not None else None
+
+
+class KubeScheduler(Scheduler):
+    def __init__(self, bed: Testbed, qps: int) -> None:
+        self.name = "kube-scheduler"
+        self.scheduler_name = "default-scheduler"
+        self.port = free_port()
+        self.qps = qps
+        argv = [
+            str(bed.bin_dir / "kube-scheduler"), f"--kubeconfig={bed.kubeconfig}",
+            "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={self.port}",
+        ]  # fmt: skip
+        if qps:
+            argv += [f"--kube-api-qps={qps}", f"--kube-api-burst={qps}"]
+        self.component = Component("kube-scheduler", argv, bed.dir / "kube-scheduler.log")
+
+    def start(self) -> None:
+        self.component.start(die_with_parent=True)
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+        url = f"https://127.0.0.1:{self.port}/healthz"
+        wait_http(self.component, url, lambda b: b == b"ok", 60, context=insecure)
+
+    def stop(self) -> None:
+        self.component.stop()
+
+    @property
+    def pid(self) -> int | None:
+        return self.component.pid
+
+
+# -- one measured run --------------------------------------------------------------------
+
+
+async def create_pod(client: KubeClient, path: str, body: bytes) -> None:
+    for attempt in range(20):
+        try:
+            await client.post(path, body)
+            return
+        except KubeError as exc:
+            if exc.status not in (0, 429, 500, 503, 504) or attempt == 19:
+                raise
+            await asyncio.sleep(0.1 * (attempt + 1))
+
+
+async def measure(
+    client: KubeClient, scheduler: Scheduler, args: argparse.Namespace, run: str
+) -> dict[str, Any]:
+    namespace = f"bench-{run}"
+    await new_namespace(client, namespace)
+    watch = PodWatch(client, namespace)
+    watcher = asyncio.create_task(watch.run())
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    result: dict[str, Any] = {
+        "scheduler": scheduler.name,
+        "schedulerName": scheduler.scheduler_name,
+    }
+    if isinstance(scheduler, KubeScheduler):
+        result["kube_api_qps"] = scheduler.qps or "default"
+    try:
+        await asyncio.sleep(0.5)  # the watch is open
+        if args.lone:
+            if isinstance(scheduler, AsyncSched):
+                scheduler.start_profile("lone")
+            lone: list[Observed] = []
+            for i in range(args.lone):
+                name = f"lone-{i:04d}"
+                seen = watch.entry(name)
+                waiter = watch.waiters[name] = asyncio.Event()
+                body = msgspec.json.encode(pod_manifest(name, scheduler.scheduler_name, run))
+                seen.posted = time.time()
+                await create_pod(client, path, body)
+                seen.answered = time.time()
+                await asyncio.wait_for(waiter.wait(), 30)
+                lone.append(seen)
+                await asyncio.sleep(args.lone_gap)
+            if isinstance(scheduler, AsyncSched):
+                scheduler.stop_profile()
+            result["lone"] = latency_figures(lone)
+            log(f"{scheduler.name} lone: {json.dumps(result['lone'])}")
+            await asyncio.sleep(2)  # KWOK's status updates of the lone pods settle
+
+        if args.pods:
+            result["load_before"] = [round(x, 2) for x in os.getloadavg()]
+            names = [f"burst-{i:05d}" for i in range(args.pods)]
+            bodies = [
+                msgspec.json.encode(pod_manifest(n, scheduler.scheduler_name, run)) for n in names
+            ]
+            burst = [watch.entry(n) for n in names]
+            watch.expected = watch.bound_count + args.pods
+            cpu_before = cpu_seconds(scheduler.pid)
+            metrics_before = scheduler.metrics() if isinstance(scheduler, AsyncSched) else {}
+            if isinstance(scheduler, AsyncSched):
+                scheduler.start_profile("burst")
+            queue = iter(range(args.pods))
+            began = time.time()
+
+            async def worker() -> None:
+                for i in queue:
+                    burst[i].posted = time.time()
+                    await create_pod(client, path, bodies[i])
+                    burst[i].answered = time.time()
+
+            await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+            created = time.time() - began
+            log(f"{args.pods} pods created in {created:.1f}s; waiting for binds")
+            timeout = args.timeout or max(120.0, args.pods / 20)
+            try:
+                await asyncio.wait_for(watch.all_bound.wait(), timeout)
+            except TimeoutError:
+                log(f"timed out: {watch.bound_count} bound")
+            if isinstance(scheduler, AsyncSched):
+                scheduler.stop_profile()
+            result["burst"] = burst_figures(burst, created)
+            result["burst"]["scheduler_cpu_seconds"] = round(
+                cpu_seconds(scheduler.pid) - cpu_before, 1
+            )
+            if isinstance(scheduler, AsyncSched):
+                after = scheduler.metrics()
+                during = {k: round(v - metrics_before.get(k, 0.0), 2) for k, v in after.items()}
+                if during.get("sessions"):
+                    during["mean_session_ms"] = round(
+                        during["session_seconds"] / during["sessions"] * 1000, 1
+                    )
+                result["burst"]["scheduler_metrics"] = during
+            log(f"{scheduler.name} burst: {json.dumps(result['burst'])}")
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, KubeError):
+            await watcher
+    return result
+
+
+async def run_all(bed: Testbed, args: argparse.Namespace) -> dict[str, Any]:
+    client = await connect(str(bed.kubeconfig))
+    try:
+        nodes_ready = await ensure_nodes(client, args.nodes)
+        schedulers: list[Scheduler] = []
+        if args.external:
+            external = Scheduler()
+            external.scheduler_name = args.scheduler_name
+            schedulers.append(external)
+        else:
+            kubeconfig = bed.kubeconfig
+            if args.rbac == "deploy":
+                kubeconfig = await install_scheduler_rbac(bed)
+            profile = bed.dir if args.profile else None
+            schedulers.append(
+                AsyncSched(kubeconfig, bed.dir / "asyncsched.log", args.scheduler_name, profile)
+            )
+        if args.compare_kube_scheduler:
+            for qps in args.kube_scheduler_qps or [0]:
+                schedulers.append(KubeScheduler(bed, qps))
+        runs = []
+        stamp = time.strftime("%H%M%S")
+        for i, scheduler in enumerate(schedulers):
+            run = f"{stamp}-{i}-{scheduler.name}"
+            log(f"starting {scheduler.name} (load {os.getloadavg()[0]:.2f})")
+            scheduler.start()  # main thread: its process dies with the benchmark
+            try:
+                runs.append(await measure(client, scheduler, args, run))
+            finally:
+                await asyncio.to_thread(scheduler.stop)
+                await clean_namespace(client, f"bench-{run}")
+        return {"nodes_ready": nodes_ready, "runs": runs}
+    finally:
+        await client.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--pods", type=int, default=1000, help="pods in the burst (0: none)")
+    parser.add_argument("--scheduler-name", default="asyncsched", help="pods' schedulerName")
+    parser.add_argument(
+        "--external", action="store_true", help="do not start a scheduler: one is running"
+    )
+    parser.add_argument("--bed", type=Path, help="a bed's directory: reuse it (start it there)")
+    parser.add_argument("--lone", type=int, default=0, help="pods created one at a time first")
+    parser.add_argument("--lone-gap", type=float, default=0.3, help="seconds between lone pods")
+    parser.add_argument("--concurrency", type=int, default=32, help="creates in flight")
+    parser.add_argument("--timeout", type=float, default=0.0, help="seconds to wait for binds")
+    parser.add_argument("--rbac", choices=["deploy", "admin"], default="deploy",
+                        help="asyncsched runs as deploy/'s ServiceAccount or admin")  # fmt: skip
+    parser.add_argument("--compare-kube-scheduler", action="store_true")
+    parser.add_argument("--kube-scheduler-qps", type=int, action="append",
+                        help="kube-scheduler's --kube-api-qps and burst (0: its default, "
+                             "50/100); repeat for one run each")  # fmt: skip
+    parser.add_argument("--source", type=Path, default=ROOT,
+                        help="a copy of the repository to run asyncsched from")  # fmt: skip
+    parser.add_argument("--profile", action="store_true",
+                        help="py-spy asyncsched during the lone pods and the burst")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.external and args.compare_kube_scheduler and args.scheduler_name == "asyncsched":
+        log("--external measures pods of --scheduler-name; kube-scheduler runs after it")
+
+    own_bed = args.bed is None
+    directory = Path(tempfile.mkdtemp(prefix="asyncsched-bench-")) if own_bed else args.bed
+    if not own_bed and (directory / "bed.json").exists():
+        bed = Testbed.load(directory)
+        log(f"reusing the bed in {directory}")
+    else:
+        bed = Testbed(directory, nodes=0, capacity=CAPACITY, die_with_parent=own_bed)
+        log(f"starting a bed in {directory}")
+        bed.start()
+    started = time.time()
+    try:
+        figures = asyncio.run(run_all(bed, args))
+    finally:
+        if own_bed:
+            bed.stop()
+    report: dict[str, Any] = {
+        "benchmark": "e2e_throughput",
+        "nodes": args.nodes,
+        "pods": args.pods,
+        "lone": args.lone,
+        "concurrency": args.concurrency,
+        "cpus": os.cpu_count(),
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "wall_seconds": round(time.time() - started, 1),
+        "asyncsched_identity": None if args.external else args.rbac,
+        **figures,
+    }
+    ours = figures["runs"][0].get("burst", {}).get("throughput_pods_per_s", 0.0)
+    for run in figures["runs"][1:]:
+        theirs = run.get("burst", {}).get("throughput_pods_per_s", 0.0)
+        if ours and theirs:
+            key = f"throughput_ratio_vs_kube_scheduler_qps_{run['kube_api_qps']}"
+            report[key] = round(ours / theirs, 3)
+            log(f"{key}: {report[key]}")
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,8 +1,64 @@
 """Builds the optional Cython kernels in ext/ when Cython and a compiler are present.
 
-Without them the package installs pure-Python and uses the NumPy twins of every kernel.
+Without them the package installs pure-Python and uses the NumPy twins of every
+kernel (asyncsched/model/_kernels_py.py); ``asyncsched version`` says which.
 """
 
-from setuptools import setup
+from __future__ import annotations
 
-setup()
+import os
+import sys
+from typing import Any
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class _OptionalBuildExt(build_ext):
+    """Compile the kernels if possible; never fail the install because of them."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler, broken toolchain...
+            _skip(exc)
+
+    def build_extension(self, ext: Any) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            _skip(exc)
+
+
+def _skip(exc: BaseException) -> None:
+    print(f"asyncsched: native kernels not built ({exc}); using the NumPy twins", file=sys.stderr)
+
+
+def _extensions() -> list[Any]:
+    if os.environ.get("ASYNCSCHED_NO_NATIVE"):
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        print("asyncsched: Cython not found; using the NumPy twins", file=sys.stderr)
+        return []
+    from setuptools import Extension
+
+    source = os.path.join("ext", "_native.pyx")
+    if not os.path.exists(os.path.join(HERE, source)):
+        return []
+    extension = Extension(
+        "asyncsched._native",
+        [source],
+        extra_compile_args=["-O3"] if os.name == "posix" else [],
+    )
+    try:
+        return list(cythonize([extension], language_level=3, quiet=True))
+    except Exception as exc:
+        _skip(exc)
+        return []
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": _OptionalBuildExt})

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 from asyncsched.actions.placement import find_node
 from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
+from asyncsched.framework.session import HeapEntry
 from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from asyncsched.model.status import READY
 
@@ -57,8 +58,8 @@ class _Allocation:
         self._counter = itertools.count()
         self._queue_key = ssn.queue_key()
         self._job_key = ssn.job_key()
-        self.queues: list[tuple[Any, int, QueueInfo]] = []
-        self.jobs: dict[str, list[tuple[Any, int, JobInfo]]] = {}
+        self.queues: list[HeapEntry] = []
+        self.jobs: dict[str, list[HeapEntry]] = {}
         self.tasks: dict[str, deque[TaskInfo]] = {}
         self.failed_roles: dict[str, dict[str, FitErrors | None]] = {}
         """Per job, the roles a task failed to fit this run, with that task's fit errors."""
@@ -67,14 +68,14 @@ class _Allocation:
         self._collect()
         ssn = self.ssn
         while self.queues:
-            _, _, queue = heapq.heappop(self.queues)
+            queue: QueueInfo = heapq.heappop(self.queues).item
             if ssn.overused(queue):
                 log.debug("queue %s is overused", queue.name)
                 continue
             jobs = self.jobs.get(queue.name)
             if not jobs:
                 continue
-            _, _, job = heapq.heappop(jobs)
+            job: JobInfo = heapq.heappop(jobs).item
             tasks = self.tasks[job.uid]
             stmt = self._allocate_job(job, queue, tasks)
             if stmt is not None and ssn.job_ready(job):
@@ -110,10 +111,10 @@ class _Allocation:
             self._push_job(job)
 
     def _push_queue(self, queue: QueueInfo) -> None:
-        heapq.heappush(self.queues, (self._queue_key(queue), next(self._counter), queue))
+        heapq.heappush(self.queues, HeapEntry(self._queue_key(queue), next(self._counter), queue))
 
     def _push_job(self, job: JobInfo) -> None:
-        entry = (self._job_key(job), next(self._counter), job)
+        entry = HeapEntry(self._job_key(job), next(self._counter), job)
         heapq.heappush(self.jobs[job.queue], entry)
 
     def _allocate_job(

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from asyncsched.framework import Arguments, Session
+from asyncsched.framework.session import HeapEntry
 from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo
 
 __all__ = ["EnqueueAction"]
@@ -35,26 +36,26 @@ class EnqueueAction:
     def execute(self, ssn: Session) -> None:
         queue_key, job_key = ssn.queue_key(), ssn.job_key()
         counter = itertools.count()
-        queues: list[tuple[Any, int, QueueInfo]] = []
-        pending: dict[str, list[tuple[Any, int, JobInfo]]] = {}
+        queues: list[HeapEntry] = []
+        pending: dict[str, list[HeapEntry]] = {}
         for job in ssn.jobs.values():
             queue = ssn.queue_of(job)
             if queue is None:
                 continue
             if queue.name not in pending:
                 pending[queue.name] = []
-                heapq.heappush(queues, (queue_key(queue), next(counter), queue))
+                heapq.heappush(queues, HeapEntry(queue_key(queue), next(counter), queue))
             if job.is_pending():
-                heapq.heappush(pending[queue.name], (job_key(job), next(counter), job))
+                heapq.heappush(pending[queue.name], HeapEntry(job_key(job), next(counter), job))
 
         while queues:
-            _, _, queue = heapq.heappop(queues)
-            jobs = pending[queue.name]
+            turn: QueueInfo = heapq.heappop(queues).item
+            jobs = pending[turn.name]
             if not jobs:
                 continue
-            _, _, job = heapq.heappop(jobs)
-            if queue.is_open() and (job.min_resources is None or ssn.job_enqueueable(job)):
-                ssn.job_enqueued(job)
-                job.phase = PodGroupPhase.INQUEUE
-                ssn.result.enqueued.append(job.uid)
-            heapq.heappush(queues, (queue_key(queue), next(counter), queue))
+            head: JobInfo = heapq.heappop(jobs).item
+            if turn.is_open() and (head.min_resources is None or ssn.job_enqueueable(head)):
+                ssn.job_enqueued(head)
+                head.phase = PodGroupPhase.INQUEUE
+                ssn.result.enqueued.append(head.uid)
+            heapq.heappush(queues, HeapEntry(queue_key(turn), next(counter), turn))

@@ -7,8 +7,14 @@ comparison, per-node predicates run only on the few survivors (and not at all
 when no plugin registered one), and scores come back as one array.
 
 The kernels (``fit_masks``, ``insufficient_counts``, ``first_failures``,
-``best_index``) are small pure functions over arrays so that compiled twins
-can replace them without touching the policy around them.
+``best_index``) are small pure functions over arrays; the hottest arithmetic
+goes through :mod:`asyncsched.model.kernels` (compiled when built).
+
+Tasks of one equivalence class (the same request and the same batch-predicate
+results) share per-session caches: their fit masks over every node, and, when
+every scorer is a RowScorer, max-trees over the open nodes. Both follow the
+node table's change log, so placing a task recomputes the one node it used,
+not every node; the answers are exactly those of the plain path.
 
 Volcano samples a percentage of nodes and breaks score ties at random; here
 every node is considered and ties go to the lowest node index, so the same
@@ -24,7 +30,7 @@ import numpy as np
 
 from asyncsched.framework import FitErrors, Session
 from asyncsched.framework.hooks import PREDICATE, BoolArray, FloatArray, IntArray
-from asyncsched.model import NodeInfo, TaskInfo
+from asyncsched.model import NodeInfo, NodeTable, TaskInfo, kernels
 from asyncsched.model.node_table import Vector
 from asyncsched.model.resource import PODS
 
@@ -131,20 +137,38 @@ def find_node(
     n = len(nodes)
     table = ssn.table
     request = table.vector(task.init_resreq)
-    columns: list[int] = np.flatnonzero(request).tolist() if resources else [0]
+    cache = _class_cache(ssn)
+    columns = cache.columns(request) if resources else [0]
 
     failures = ssn.batch_predicate(task)
     if extra_failures:
         failures = [*failures, *extra_failures]
-    blocked, static_counts = first_failures(failures, n)
+    block = cache.blocked(failures, n)
+    blocked, static_counts, unblocked = block.blocked, block.counts, block.unblocked
 
     idle, releasing, pipelined = table.idle[:n], table.releasing[:n], table.pipelined[:n]
-    fits_idle, fits_future = fit_masks(idle, releasing, pipelined, request, columns)
+    fit = cache.fits(table, n, request, columns)
+    fits_idle, fits_future = fit.now, fit.future
     fits = fits_future if pipeline else fits_idle
-    open_nodes = fits & ~blocked
+    per_node = ssn.has(PREDICATE)
+
+    if not per_node:
+        # Fast path: every node's score is known without the candidate list, so one
+        # pass over the masks finds the best node; no index arrays are built.
+        total = ssn.all_node_scores(task)
+        if total is not None:
+            best_now, n_now, best_any, n_open = cache.best(table, n, fit, block, pipeline, total)
+            chosen, count = (best_now, n_now) if n_now else (best_any, n_open)
+            if count:
+                score = float(total[chosen]) if count > 1 else 0.0
+                return Placement(nodes[chosen], chosen, score, bool(fits_idle[chosen]))
+
+    open_nodes = fits.copy() if per_node else fits
+    if unblocked is not None:
+        open_nodes = fits & unblocked
 
     predicate_counts: dict[str, int] = {}
-    if ssn.has(PREDICATE):
+    if per_node:
         for i in np.flatnonzero(open_nodes).tolist():
             reason = ssn.predicate(task, nodes[i])
             if reason is not None:
@@ -172,6 +196,150 @@ def find_node(
         k = best_index(scores)
         chosen, score = int(tier[k]), float(scores[k])
     return Placement(nodes[chosen], chosen, score, bool(fits_idle[chosen]))
+
+
+class _Blocked:
+    """Nodes a set of batch-predicate failures rules out, and the first-failure counts."""
+
+    __slots__ = ("blocked", "counts", "failures", "unblocked", "unblocked_bytes")
+
+    def __init__(self, failures: Sequence[tuple[str, BoolArray]], n: int) -> None:
+        self.failures = list(failures)  # holds the masks, so their ids stay unique
+        self.blocked, self.counts = first_failures(failures, n)
+        self.unblocked: BoolArray | None = ~self.blocked if self.counts else None
+        self.unblocked_bytes = self.unblocked.view(np.uint8) if self.unblocked is not None else None
+
+
+class _FitClass:
+    """fit masks of one request over every node, refreshed only on the rows that changed."""
+
+    __slots__ = ("columns", "future", "future_bytes", "now", "now_bytes", "request", "version")
+
+    def __init__(self, n: int, request: Vector, columns: list[int]) -> None:
+        self.request = request  # held, so its id stays unique while cached
+        self.columns: IntArray = np.asarray(columns, dtype=np.intp)
+        self.now: BoolArray = np.zeros(n, dtype=np.bool_)
+        self.future: BoolArray = np.zeros(n, dtype=np.bool_)
+        self.now_bytes = self.now.view(np.uint8)
+        self.future_bytes = self.future.view(np.uint8)
+        self.version = -1
+
+
+class _Best:
+    """Max-trees over one class's open nodes (all, and those where it fits idle now)."""
+
+    __slots__ = ("any", "block", "fit", "now", "scores", "version")
+
+    def __init__(self, n: int, fit: _FitClass, block: _Blocked) -> None:
+        size = 1 << max(0, (n - 1).bit_length())
+        self.any: IntArray = np.full(2 * size, -1, dtype=np.intp)
+        self.now: IntArray = np.full(2 * size, -1, dtype=np.intp)
+        self.fit = fit  # held, so the ids in the key stay unique
+        self.block = block
+        self.scores: FloatArray | None = None
+        self.version = -1
+
+
+class _ClassCache:
+    """Per session: what tasks of one equivalence class (same request, same predicate
+    results) share. Fit masks follow the node table's change log, so after a task is
+    placed only that node's row is compared again, not every node."""
+
+    def __init__(self) -> None:
+        self.table: NodeTable | None = None
+        self.epoch = -1
+        self.size = -1
+        self.fit: dict[tuple[int, int], _FitClass] = {}
+        self.block: dict[tuple[int, ...], _Blocked] = {}
+        self._columns: dict[int, tuple[Vector, list[int]]] = {}
+        self.trees: dict[tuple[int, int, bool], _Best] = {}
+
+    def best(
+        self,
+        table: NodeTable,
+        n: int,
+        fit: _FitClass,
+        block: _Blocked,
+        pipeline: bool,
+        total: FloatArray,
+    ) -> tuple[int, int, int, int]:
+        """kernels.best_open's answer, from trees kept up to date row by row.
+
+        A tree follows the scores only while the scorers hand out the same array
+        (updated in place at the rows the table's change log names, as RowScorers
+        do); a new array is answered with one linear pass, and trees are built for
+        it from the next call on.
+        """
+        fits = fit.future_bytes if pipeline else fit.now_bytes
+        key = (id(fit), id(block), pipeline)
+        entry = self.trees.get(key)
+        if entry is None or entry.fit is not fit or entry.block is not block:
+            if len(self.trees) > 1024:
+                self.trees.clear()
+            entry = self.trees[key] = _Best(n, fit, block)
+        if entry.scores is not total:
+            entry.scores, entry.version = total, -1
+            return kernels.best_open(total, fits, block.unblocked_bytes, fit.now_bytes)
+        version = table.version
+        if entry.version != version:
+            rows = table.refresh_rows(entry.version, n)
+            free = block.unblocked_bytes
+            kernels.tree_refresh(entry.any, total, fits, free, None, rows)
+            kernels.tree_refresh(entry.now, total, fits, free, fit.now_bytes, rows)
+            entry.version = version
+        now, tree = entry.now, entry.any
+        return int(now[1]), int(now[0]), int(tree[1]), int(tree[0])
+
+    def columns(self, request: Vector) -> list[int]:
+        """The columns a request vector asks for (cached per vector; the table's are shared)."""
+        found = self._columns.get(id(request))
+        if found is None or found[0] is not request:
+            found = self._columns[id(request)] = (request, np.flatnonzero(request).tolist())
+        return found[1]
+
+    def blocked(self, failures: Sequence[tuple[str, BoolArray]], n: int) -> _Blocked:
+        key = (n, *(id(mask) for _, mask in failures))
+        found = self.block.get(key)
+        if len(self.block) > 1024:
+            self.block.clear()
+        if found is None or any(
+            a[0] != b[0] for a, b in zip(found.failures, failures, strict=True)
+        ):
+            found = self.block[key] = _Blocked(failures, n)
+        return found
+
+    def fits(self, table: NodeTable, n: int, request: Vector, columns: list[int]) -> _FitClass:
+        if table is not self.table or table.epoch != self.epoch or n != self.size:
+            self.table, self.epoch, self.size = table, table.epoch, n
+            self.fit = {}
+        key = (id(request), len(columns))
+        entry = self.fit.get(key)
+        if entry is None or entry.request is not request:
+            entry = self.fit[key] = _FitClass(n, request, columns)
+        version = table.version
+        if entry.version != version:
+            rows = table.refresh_rows(entry.version, n)
+            kernels.fit_rows(
+                table.idle[:n],
+                table.releasing[:n],
+                table.pipelined[:n],
+                request,
+                entry.columns,
+                rows,
+                entry.now_bytes,
+                entry.future_bytes,
+                True,
+            )
+            entry.version = version
+        return entry
+
+
+def _class_cache(ssn: Session) -> _ClassCache:
+    cache = ssn.scratch.get("placement")
+    if cache is None:
+        cache = ssn.scratch["placement"] = _ClassCache()
+    assert isinstance(cache, _ClassCache)
+    return cache
 
 
 def _fit_errors(

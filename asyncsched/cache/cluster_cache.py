@@ -24,6 +24,7 @@ from asyncsched.model import (
     TaskInfo,
     TaskStatus,
 )
+from asyncsched.model.gcpause import gc_paused
 from asyncsched.model.status import OCCUPYING_NODE
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]
@@ -57,6 +58,10 @@ class ClusterCache:
         self.pods: dict[str, Pod] = {}
         self.generation = 0
         """Bumped on every change, so the loop knows when a session may decide differently."""
+        self._clones: dict[str, tuple[TaskInfo, TaskInfo]] = {}
+        self._templates: dict[str, tuple[PodGroup, int, JobInfo]] = {}
+        """Per job: the PodGroup, priority and JobInfo (no tasks) the last snapshot used."""
+        """The previous snapshot's task clones, with the cache task each was made from."""
 
     # -- nodes -------------------------------------------------------------
 
@@ -241,7 +246,16 @@ class ClusterCache:
     # -- snapshot --------------------------------------------------------------
 
     def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
-        """A copy for one session: compact node table, cloned tasks, resolved priorities."""
+        """A copy for one session: compact node table, cloned tasks, resolved priorities.
+
+        Incremental: a task the cache and the previous session left as it was is
+        the previous snapshot's clone again, so take the next snapshot only once the
+        session on the previous one has finished (as the scheduler loops do).
+        """
+        with gc_paused():
+            return self._snapshot(now)
+
+    def _snapshot(self, now: float) -> ClusterSnapshot:
         priorities = {name: pc.value for name, pc in self.priority_classes.items()}
         default_priority = next(
             (pc.value for pc in self.priority_classes.values() if pc.global_default), 0
@@ -251,26 +265,57 @@ class ClusterCache:
         table = self.table.compact([self.nodes[n].row for n in names])
         nodes = {n: self.nodes[n].rebound(table, i) for i, n in enumerate(names)}
 
+        # Incremental: a clone from the previous snapshot is handed out again when
+        # neither the cache (a new TaskInfo per pod update; status and node changed in
+        # place by binding) nor that session (status, node) left it different from a
+        # fresh clone. Only changed tasks are copied.
+        previous = self._clones
         clones: dict[str, TaskInfo] = {}
+        sources: dict[str, tuple[TaskInfo, TaskInfo]] = {}
         for key, task in self.tasks.items():
-            twin = task.clone()
-            pod = self.pods[key]
-            if pod.spec.priority is not None:
-                twin.priority = pod.spec.priority
+            spec = self.pods[key].spec
+            if spec.priority is not None:
+                priority = spec.priority
             else:
-                twin.priority = priorities.get(pod.spec.priority_class_name, default_priority)
+                priority = priorities.get(spec.priority_class_name, default_priority)
+            kept = previous.get(key)
+            if (
+                kept is not None
+                and kept[0] is task
+                and kept[1].status is task.status
+                and kept[1].node_name == task.node_name
+                and kept[1].priority == priority
+            ):
+                twin = kept[1]
+            else:
+                twin = task.clone()
+                twin.priority = priority
             clones[key] = twin
+            sources[key] = (task, twin)
             node = nodes.get(task.node_name)
             if node is not None and task.status in OCCUPYING_NODE:
                 node.tasks[key] = twin
+        self._clones = sources
 
         queues = {name: QueueInfo.from_queue(q) for name, q in self.queues.items()}
         if "default" not in queues:
             queues["default"] = QueueInfo.default()
 
         jobs: dict[str, JobInfo] = {}
+        templates: dict[str, tuple[PodGroup, int, JobInfo]] = {}
         for key, entry in self.jobs.items():
-            job = self._job_info(key, entry, priorities, default_priority)
+            pg = entry.podgroup
+            if pg is not None:
+                # The PodGroup's parsed gang rules are kept while the object and its
+                # priority stay the same; each snapshot gets an empty copy of them.
+                priority = priorities.get(pg.spec.priority_class_name, default_priority)
+                template = self._templates.get(key)
+                if template is None or template[0] is not pg or template[1] != priority:
+                    template = (pg, priority, JobInfo.from_podgroup(pg, priority))
+                templates[key] = template
+                job: JobInfo | None = template[2].clone_empty()
+            else:
+                job = self._job_info(key, entry, priorities, default_priority)
             if job is None:
                 continue
             if job.queue not in queues:
@@ -279,6 +324,7 @@ class ClusterCache:
             for task_key in entry.tasks:
                 job.add_task(clones[task_key])
             jobs[key] = job
+        self._templates = templates
         return ClusterSnapshot(
             jobs=jobs,
             nodes=nodes,

@@ -8,6 +8,7 @@ from typing import Any
 
 from asyncsched.cli.exits import EXIT_OK
 from asyncsched.framework import Registry
+from asyncsched.model import kernels
 
 __all__ = ["register"]
 
@@ -32,4 +33,5 @@ def _plugins(args: argparse.Namespace) -> int:
 
 def _version(args: argparse.Namespace) -> int:
     print(f"asyncsched {version('asyncsched')}")
+    print(kernels.describe())
     return EXIT_OK

@@ -20,6 +20,7 @@ from asyncsched.framework.registry import Registry
 from asyncsched.framework.results import PodGroupUpdate, SessionResult, TaskUnschedulable
 from asyncsched.framework.session import Session
 from asyncsched.model import ClusterSnapshot, JobInfo, PodGroupPhase, TaskStatus
+from asyncsched.model.gcpause import gc_paused
 from asyncsched.model.status import READY
 
 __all__ = [
@@ -84,6 +85,13 @@ def run_session(
     snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str = ""
 ) -> tuple[SessionResult, Session]:
     """Run every configured action over the snapshot and report the decisions."""
+    with gc_paused():
+        return _run_session(snapshot, loaded, uid)
+
+
+def _run_session(
+    snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str
+) -> tuple[SessionResult, Session]:
     ssn = Session(snapshot, loaded.configuration, loaded.build_plugins(), uid=uid)
     for name, plugin in list(ssn.plugins.items()):
         try:

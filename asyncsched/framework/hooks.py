@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +55,7 @@ __all__ = [
     "FloatArray",
     "Hook",
     "IntArray",
+    "RowScorer",
     "ValidateResult",
 ]
 
@@ -139,8 +140,30 @@ BATCH_NODE_ORDER: Hook[BatchNodeOrderFn] = Hook(
     "batch_node_order",
     "enableNodeOrder",
     "sum_scores",
-    "Score the feasible nodes (indices into the session's node list) at once.",
+    "Score the feasible nodes (indices into the session's node list) at once. A callback "
+    "may also have an ``all_rows(task)`` method (see RowScorer): the fast path then reads "
+    "every node's score from it and never builds the candidate list.",
 )
+
+
+@runtime_checkable
+class RowScorer(Protocol):
+    """A batch node-order callback whose scores do not depend on the candidate set.
+
+    ``all_rows(task)`` returns the score of every node of the session's node
+    list (a read-only array the scorer may keep and reuse), such that
+    ``self(task, candidates) == self.all_rows(task)[candidates]`` for every
+    non-empty ``candidates``; or None when that does not hold for this task
+    (e.g. a score normalized across the candidates). When it hands out the same
+    array object again, its values may have changed only on the rows the
+    session's NodeTable change log names since (``NodeTable.refresh_rows``):
+    placement keeps per-class max-trees over it and updates only those rows.
+    """
+
+    def __call__(self, task: TaskInfo, candidates: IntArray) -> FloatArray: ...
+
+    def all_rows(self, task: TaskInfo) -> FloatArray | None: ...
+
 
 # -- gang and admission -----------------------------------------------------
 JobValidFn = Callable[["JobInfo"], ValidateResult | None]

@@ -92,9 +92,18 @@ class Statement:
         for op in self.operations:
             task = op.task
             if op.op is _Op.ALLOCATE:
-                op.node.remove_task(task)
-                self.ssn.jobs[task.job].update_task_status(task, TaskStatus.BINDING)
-                op.node.add_task(task)
+                node = op.node
+                if task.status is TaskStatus.ALLOCATED and node.tasks.get(task.uid) is task:
+                    # Allocated and Binding sit on the node's books alike: take the task
+                    # off and put it back (to the end of node.tasks, as remove/add
+                    # would), without booking the same amounts out and in again.
+                    del node.tasks[task.uid]
+                    self.ssn.jobs[task.job].update_task_status(task, TaskStatus.BINDING)
+                    node.tasks[task.uid] = task
+                else:
+                    node.remove_task(task)
+                    self.ssn.jobs[task.job].update_task_status(task, TaskStatus.BINDING)
+                    node.add_task(task)
                 result.binds.append(Bind(task.uid, task.namespace, task.name, op.node.name))
             elif op.op is _Op.EVICT:
                 result.evictions.append(Eviction(task.uid, task.namespace, task.name, op.reason))

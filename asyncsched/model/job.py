@@ -33,6 +33,8 @@ class JobInfo:
         "min_available",
         "min_resources",
         "min_task_member",
+        "n_pending_best_effort",
+        "n_ready",
         "name",
         "namespace",
         "network_topology",
@@ -77,6 +79,10 @@ class JobInfo:
         self.tasks: dict[str, TaskInfo] = {}
         self.by_status: dict[TaskStatus, dict[str, TaskInfo]] = {}
         self.allocated = Resource()
+        self.n_ready = 0
+        """Tasks in a READY status; kept by add_task/remove_task. Read, never write."""
+        self.n_pending_best_effort = 0
+        """Pending tasks that request nothing (BestEffort); kept like n_ready."""
 
     @classmethod
     def from_podgroup(cls, podgroup: PodGroup, priority: int) -> JobInfo:
@@ -103,23 +109,47 @@ class JobInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
-        self.by_status.setdefault(task.status, {})[task.uid] = task
-        if task.status in ALLOCATED:
-            self.allocated = self.allocated + task.resreq
+        status = task.status
+        self.by_status.setdefault(status, {})[task.uid] = task
+        if status in READY:
+            self.n_ready += 1
+            if status in ALLOCATED:
+                self.allocated = self.allocated + task.resreq
+        elif status is TaskStatus.PENDING and task.best_effort:
+            self.n_pending_best_effort += 1
 
     def remove_task(self, task: TaskInfo) -> None:
         existing = self.tasks.pop(task.uid, None)
         if existing is None:
             return
-        self.by_status.get(existing.status, {}).pop(existing.uid, None)
-        if existing.status in ALLOCATED:
-            self.allocated = self.allocated - existing.resreq
+        status = existing.status
+        self.by_status.get(status, {}).pop(existing.uid, None)
+        if status in READY:
+            self.n_ready -= 1
+            if status in ALLOCATED:
+                self.allocated = self.allocated - existing.resreq
+        elif status is TaskStatus.PENDING and existing.best_effort:
+            self.n_pending_best_effort -= 1
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
-        """Move a task to a new status, keeping the index and allocated total true."""
-        self.remove_task(task)
+        """Move a task to a new status, keeping the index and allocated total true.
+
+        The same as remove_task then add_task, except that a task moving between
+        two allocated statuses leaves ``allocated`` as it is instead of taking its
+        request off and adding it back.
+        """
+        existing = self.tasks.get(task.uid)
+        if existing is not task or task.status not in ALLOCATED or status not in ALLOCATED:
+            self.remove_task(task)
+            task.status = status
+            self.add_task(task)
+            return
+        uid = task.uid
+        del self.tasks[uid]
+        self.by_status.get(task.status, {}).pop(uid, None)
         task.status = status
-        self.add_task(task)
+        self.tasks[uid] = task
+        self.by_status.setdefault(status, {})[uid] = task
 
     def clone_empty(self) -> JobInfo:
         """A copy with the same gang rules and no tasks (the snapshot re-adds cloned tasks)."""
@@ -130,6 +160,8 @@ class JobInfo:
         twin.tasks = {}
         twin.by_status = {}
         twin.allocated = Resource()
+        twin.n_ready = 0
+        twin.n_pending_best_effort = 0
         return twin
 
     # -- counting ----------------------------------------------------------
@@ -144,7 +176,12 @@ class JobInfo:
         return sum(len(self.by_status.get(s, ())) for s in statuses)
 
     def ready_task_num(self) -> int:
-        return self.count(READY)
+        """Tasks in a READY status (kept as a running count by add_task/remove_task)."""
+        return self.n_ready
+
+    def pending_best_effort_num(self) -> int:
+        """Pending tasks that request nothing (BestEffort), kept as a running count."""
+        return self.n_pending_best_effort
 
     def waiting_task_num(self) -> int:
         return len(self.by_status.get(TaskStatus.PIPELINED, ()))

@@ -122,13 +122,14 @@ class NodeInfo:
         self._book(booked, self.table.vector(booked.resreq), -1)
 
     def _book(self, task: TaskInfo, vec: Vector, sign: int) -> None:
-        row = self.row
-        if task.status is TaskStatus.PIPELINED:
-            self.table.pipelined[row] += sign * vec
-            return
-        self.table.idle[row] -= sign * vec
-        if task.status is TaskStatus.RELEASING:
-            self.table.releasing[row] += sign * vec
+        status = task.status
+        if status is TaskStatus.PIPELINED:
+            kind = 2
+        elif status is TaskStatus.RELEASING:
+            kind = 1
+        else:
+            kind = 0
+        self.table.book(self.row, vec, sign, kind)
 
     def __repr__(self) -> str:
         return f"Node({self.name}, idle={self.idle})"

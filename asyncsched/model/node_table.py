@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from asyncsched.model import kernels
 from asyncsched.model.resource import PODS, Resource
 
 __all__ = ["DEFAULT_MAX_PODS", "NodeTable", "Vector"]
@@ -28,9 +29,13 @@ class NodeTable:
 
     __slots__ = (
         "_free_rows",
+        "_log",
+        "_log_base",
+        "_refresh_memo",
         "_vector_cache",
         "allocatable",
         "dimensions",
+        "epoch",
         "idle",
         "index",
         "pipelined",
@@ -51,6 +56,58 @@ class NodeTable:
         self.size = 0
         self._free_rows: list[int] = []
         self._vector_cache: dict[Resource, Vector] = {}
+        self.epoch = 0
+        """Bumped when the arrays are replaced (new dimensions or rows): caches start over."""
+        self._log: list[int] = []
+        self._log_base = 0
+        self._refresh_memo: tuple[int, int, int, npt.NDArray[np.intp] | None] | None = None
+
+    # -- change log ----------------------------------------------------------
+
+    def touch(self, row: int) -> None:
+        """Record that ``row``'s amounts changed, for caches that follow the table."""
+        log = self._log
+        log.append(row)
+        if len(log) > 4 * self.allocatable.shape[0] + 1024:
+            self._log_base += len(log)
+            log.clear()
+
+    @property
+    def version(self) -> int:
+        """A position in the change log; pass it to ``changed_since`` later."""
+        return self._log_base + len(self._log)
+
+    def changed_since(self, version: int) -> list[int] | None:
+        """Rows changed since ``version`` (possibly repeated), or None: recompute everything."""
+        start = version - self._log_base
+        if start < 0:
+            return None
+        return self._log[start:]
+
+    def refresh_rows(self, version: int, n: int) -> npt.NDArray[np.intp] | None:
+        """The rows below ``n`` a cache synced at ``version`` must recompute; None for all.
+
+        A ``version`` below 0 (never synced) or a long backlog means all rows.
+        Several caches usually catch up over the same span, so the last answer is kept.
+        """
+        now = self.version
+        memo = self._refresh_memo
+        if memo is not None and memo[0] == version and memo[1] == now and memo[2] == n:
+            return memo[3]
+        changed = self.changed_since(version) if version >= 0 else None
+        if changed is None or len(changed) * 8 > n:
+            picked: npt.NDArray[np.intp] | None = None
+        else:
+            unique = set(changed)
+            picked = np.array(
+                sorted(r for r in unique if r < n)
+                if len(unique) > 1
+                else [r for r in unique if r < n],
+                dtype=np.intp,
+            )
+            picked.setflags(write=False)
+        self._refresh_memo = (version, now, n, picked)
+        return picked
 
     # -- shape -------------------------------------------------------------
 
@@ -68,6 +125,7 @@ class NodeTable:
             grown[:, : old.shape[1]] = old
             setattr(self, attr, grown)
         self._vector_cache.clear()
+        self.epoch += 1
 
     def add_row(self, allocatable: Resource, max_pods: int) -> int:
         self.ensure_dimensions(allocatable.names())
@@ -83,6 +141,7 @@ class NodeTable:
         self.idle[row] = vec
         self.releasing[row] = 0
         self.pipelined[row] = 0
+        self.touch(row)
         return row
 
     def set_allocatable(self, row: int, allocatable: Resource, max_pods: int) -> None:
@@ -91,11 +150,13 @@ class NodeTable:
         used = self.allocatable[row] - self.idle[row]
         self.allocatable[row] = self.vector(allocatable, pods=max_pods)
         self.idle[row] = self.allocatable[row] - used
+        self.touch(row)
 
     def remove_row(self, row: int) -> None:
         for arr in (self.allocatable, self.idle, self.releasing, self.pipelined):
             arr[row] = 0
         self._free_rows.append(row)
+        self.touch(row)
 
     def _grow_rows(self) -> None:
         for attr in ("allocatable", "idle", "releasing", "pipelined"):
@@ -103,6 +164,7 @@ class NodeTable:
             grown = np.zeros((old.shape[0] * 2, old.shape[1]), dtype=np.int64)
             grown[: old.shape[0]] = old
             setattr(self, attr, grown)
+        self.epoch += 1
 
     def copy(self) -> NodeTable:
         clone = NodeTable.__new__(NodeTable)
@@ -115,6 +177,10 @@ class NodeTable:
         clone.size = self.size
         clone._free_rows = list(self._free_rows)
         clone._vector_cache = dict(self._vector_cache)
+        clone.epoch = 0
+        clone._log = []
+        clone._log_base = 0
+        clone._refresh_memo = None
         return clone
 
     def compact(self, rows: list[int]) -> NodeTable:
@@ -130,6 +196,10 @@ class NodeTable:
         clone.size = len(rows)
         clone._free_rows = []
         clone._vector_cache = dict(self._vector_cache)
+        clone.epoch = 0
+        clone._log = []
+        clone._log_base = 0
+        clone._refresh_memo = None
         return clone
 
     # -- vectors -----------------------------------------------------------
@@ -155,6 +225,19 @@ class NodeTable:
         return Resource({n: int(vec[i]) for i, n in enumerate(self.dimensions) if i and vec[i]})
 
     # -- accounting --------------------------------------------------------
+
+    def book(self, row: int, vec: Vector, sign: int, status_kind: int) -> None:
+        """Add (sign +1) or take back (-1) a request on a row's books.
+
+        ``status_kind``: 0 uses idle; 1 uses idle and marks it releasing; 2 is pipelined.
+        """
+        if status_kind == 2:
+            kernels.book(self.pipelined, row, vec, sign)
+        else:
+            kernels.book(self.idle, row, vec, -sign)
+            if status_kind == 1:
+                kernels.book(self.releasing, row, vec, sign)
+        self.touch(row)
 
     def future_idle(self, row: int) -> Vector:
         future: Vector = self.idle[row] + self.releasing[row] - self.pipelined[row]

@@ -24,10 +24,11 @@ _MIN_MEMORY = 1
 class Resource:
     """A sparse, immutable vector of resource amounts in integer units."""
 
-    __slots__ = ("_values",)
+    __slots__ = ("_hash", "_values")
 
     def __init__(self, values: Mapping[str, int] | None = None) -> None:
         self._values: dict[str, int] = {k: v for k, v in values.items() if v} if values else {}
+        self._hash: int | None = None
 
     @classmethod
     def from_quantities(cls, quantities: Mapping[str, str | int | float]) -> Resource:
@@ -58,16 +59,21 @@ class Resource:
         return not self._values
 
     def __add__(self, other: Resource) -> Resource:
-        merged = dict(self._values)
+        if not other._values:
+            return self  # immutable, so sharing is safe
+        if not self._values and all(other._values.values()):
+            return other
+        merged = self._values.copy()
+        get = merged.get
         for name, value in other._values.items():
-            merged[name] = merged.get(name, 0) + value
-        return Resource(merged)
+            merged[name] = get(name, 0) + value
+        return _of(merged)
 
     def __sub__(self, other: Resource) -> Resource:
         merged = dict(self._values)
         for name, value in other._values.items():
             merged[name] = merged.get(name, 0) - value
-        return Resource(merged)
+        return _of(merged)
 
     def scale(self, factor: float) -> Resource:
         return Resource({k: int(v * factor) for k, v in self._values.items()})
@@ -103,7 +109,10 @@ class Resource:
         return isinstance(other, Resource) and self._values == other._values
 
     def __hash__(self) -> int:
-        return hash(frozenset(self._values.items()))
+        found = self._hash
+        if found is None:
+            found = self._hash = hash(frozenset(self._values.items()))
+        return found
 
     def __bool__(self) -> bool:
         return bool(self._values)
@@ -111,6 +120,14 @@ class Resource:
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}: {format_units(k, v)}" for k, v in sorted(self._values.items()))
         return f"Resource({{{inner}}})"
+
+
+def _of(values: dict[str, int]) -> Resource:
+    """A Resource of a dict the caller hands over (zeros dropped), without copying it twice."""
+    made = Resource.__new__(Resource)
+    made._values = values if all(values.values()) else {k: v for k, v in values.items() if v}
+    made._hash = None
+    return made
 
 
 EMPTY = Resource()

@@ -22,6 +22,11 @@ class TaskStatus(enum.Enum):
     FAILED = "Failed"
     UNKNOWN = "Unknown"
 
+    # Members are singletons compared by identity; hashing by identity keeps the
+    # by-status dicts and status sets (looked up several times per placed task)
+    # off Enum's Python-level __hash__.
+    __hash__ = object.__hash__
+
 
 ALLOCATED = frozenset(
     {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}

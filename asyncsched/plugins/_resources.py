@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from asyncsched.model import JobInfo, PodGroupPhase, Resource
 from asyncsched.model.resource import PODS
 from asyncsched.model.status import ALLOCATED
@@ -24,20 +26,35 @@ __all__ = [
 
 
 def cluster_total(ssn: Session) -> Resource:
-    """Sum of the allocatable of the nodes a session schedules on (Volcano skips unready nodes)."""
-    total = Resource()
-    for node in ssn.node_list:
-        if node.ready:
-            total = total + node.allocatable
-    return total
+    """Sum of the allocatable of the nodes a session schedules on (Volcano skips unready nodes).
+
+    Summed over the node table's rows (the same integers as adding each node's
+    allocatable) and kept for the session, since several plugins ask at open.
+    """
+    return _summed(ssn, "allocatable")
 
 
 def cluster_used(ssn: Session) -> Resource:
-    used = Resource()
-    for node in ssn.node_list:
-        if node.ready:
-            used = used + node.used
-    return used
+    """Sum of what the ready nodes' tasks use, as of the first call in the session."""
+    return _summed(ssn, "used")
+
+
+def _summed(ssn: Session, what: str) -> Resource:
+    key = f"_resources.cluster_{what}"
+    table = ssn.table
+    found = ssn.scratch.get(key)
+    if found is not None and found[0] == table.version and found[1] == table.epoch:
+        cached: Resource = found[2]
+        return cached
+    n = len(ssn.node_list)
+    ready = np.fromiter((node.ready for node in ssn.node_list), dtype=np.bool_, count=n)
+    rows = table.allocatable[:n][ready]
+    if what == "used":
+        rows = rows - table.idle[:n][ready]
+    sums = rows.sum(axis=0, dtype=np.int64).tolist()
+    total = Resource({name: sums[i] for i, name in enumerate(table.dimensions) if i and sums[i]})
+    ssn.scratch[key] = (table.version, table.epoch, total)
+    return total
 
 
 def share(allocated: int, total: int) -> float:

@@ -13,10 +13,11 @@ import logging
 from typing import ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from asyncsched.framework import ArgumentError, Arguments, Session
-from asyncsched.framework.hooks import BATCH_NODE_ORDER, FloatArray, IntArray
-from asyncsched.model import TaskInfo
+from asyncsched.framework.hooks import BATCH_NODE_ORDER, BatchNodeOrderFn, FloatArray, IntArray
+from asyncsched.model import Resource, TaskInfo, kernels
 from asyncsched.model.resource import CPU, MEMORY
 
 __all__ = ["BinpackPlugin"]
@@ -44,37 +45,100 @@ class BinpackPlugin:
         if self.weight == 0:
             return
 
-        def score(task: TaskInfo, candidates: IntArray) -> FloatArray:
-            return self.scores(ssn, task, candidates)
-
+        score: BatchNodeOrderFn = _Scorer(self, ssn)
         ssn.add(BATCH_NODE_ORDER, self.name, score)
 
     def on_session_close(self, ssn: Session) -> None:
         pass
 
     def scores(self, ssn: Session, task: TaskInfo, candidates: IntArray) -> FloatArray:
+        """The task's score on each candidate, read from its request's cached row scores."""
+        found: FloatArray = self.all_rows(ssn, task)[candidates]
+        return found
+
+    def all_rows(self, ssn: Session, task: TaskInfo) -> FloatArray:
+        """Every node's score (binpack normalizes nothing across candidates)."""
+        cache = ssn.scratch.get(self.name)
         table = ssn.table
-        total = np.zeros(len(candidates), dtype=np.float64)
-        overflow = np.zeros(len(candidates), dtype=np.bool_)
+        if not isinstance(cache, _Classes) or cache.epoch != table.epoch:
+            cache = ssn.scratch[self.name] = _Classes(table.epoch)
+        n = len(ssn.node_list)
+        entry = cache.classes.get(task.resreq)
+        if entry is None:
+            entry = cache.classes[task.resreq] = _Class(self._parameters(ssn, task), n)
+        version = table.version
+        if entry.version != version:
+            rows = table.refresh_rows(entry.version, n)
+            kernels.binpack_rows(
+                table.allocatable,
+                table.idle,
+                np.arange(n, dtype=np.intp) if rows is None else rows,
+                *entry.parameters,
+                entry.scores,
+            )
+            entry.version = version
+        return entry.scores
+
+    def _parameters(self, ssn: Session, task: TaskInfo) -> _Parameters:
+        """Columns, requests and weights of the resources that score, in request order."""
+        cols: list[int] = []
+        reqs: list[int] = []
+        weights: list[int] = []
         weight_sum = 0
         for name, request in task.resreq.items():
             weight = self.resource_weights.get(name)
             if weight is None or request == 0:
                 continue
             weight_sum += weight
-            column = table.index.get(name)
+            column = ssn.table.index.get(name)
             if weight == 0 or column is None:
                 continue
-            allocatable = table.allocatable[candidates, column]
-            after = allocatable - table.idle[candidates, column] + request
-            present = allocatable > 0
-            overflow |= present & (after > allocatable)
-            total += np.where(present, after * weight / np.where(present, allocatable, 1), 0.0)
-        if weight_sum > 0:
-            total /= weight_sum
-        total *= MAX_NODE_SCORE * self.weight
-        total[overflow] = 0.0
-        return total
+            cols.append(column)
+            reqs.append(request)
+            weights.append(weight)
+        return (
+            np.array(cols, dtype=np.intp),
+            np.array(reqs, dtype=np.int64),
+            np.array(weights, dtype=np.int64),
+            weight_sum,
+            MAX_NODE_SCORE * self.weight,
+        )
+
+
+class _Scorer:
+    """binpack's RowScorer for one session."""
+
+    def __init__(self, plugin: BinpackPlugin, ssn: Session) -> None:
+        self.plugin = plugin
+        self.ssn = ssn
+
+    def __call__(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
+        return self.plugin.scores(self.ssn, task, candidates)
+
+    def all_rows(self, task: TaskInfo) -> FloatArray:
+        return self.plugin.all_rows(self.ssn, task)
+
+
+_Parameters = tuple[IntArray, npt.NDArray[np.int64], npt.NDArray[np.int64], int, int]
+
+
+class _Class:
+    """Binpack scores of every node for one request, and the table version they match."""
+
+    __slots__ = ("parameters", "scores", "version")
+
+    def __init__(self, parameters: _Parameters, n: int) -> None:
+        self.parameters = parameters
+        self.scores: FloatArray = np.zeros(n, dtype=np.float64)
+        self.version = -1
+
+
+class _Classes:
+    __slots__ = ("classes", "epoch")
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.classes: dict[Resource, _Class] = {}
 
 
 def _resource_weights(arguments: Arguments) -> dict[str, int]:

@@ -33,6 +33,8 @@ class _JobShare:
     allocated: Resource = field(default_factory=Resource)
     share: float = 0.0
     dominant: str = ""
+    stale: bool = False
+    """allocated changed since share was computed (it is recomputed when next read)."""
 
 
 class DrfPlugin:
@@ -46,10 +48,15 @@ class DrfPlugin:
     def share_of(self, job_uid: str) -> float:
         """The job's dominant share now (0 for a job the session does not know)."""
         attr = self.jobs.get(job_uid)
-        return attr.share if attr is not None else 0.0
+        if attr is None:
+            return 0.0
+        if attr.stale:
+            self._update(attr)
+        return attr.share
 
     def _update(self, attr: _JobShare) -> None:
         attr.dominant, attr.share = dominant_share(attr.allocated, self.total)
+        attr.stale = False
 
     def on_session_open(self, ssn: Session) -> None:
         option = ssn.options.get(self.name)
@@ -90,13 +97,13 @@ class DrfPlugin:
             attr = self.jobs.get(task.job)
             if attr is not None:
                 attr.allocated = attr.allocated + task.resreq
-                self._update(attr)
+                attr.stale = True
 
         def on_deallocate(task: TaskInfo) -> None:
             attr = self.jobs.get(task.job)
             if attr is not None:
                 attr.allocated = attr.allocated - task.resreq
-                self._update(attr)
+                attr.stale = True
 
         ssn.add(JOB_ORDER, self.name, job_order)
         ssn.add(PREEMPTABLE, self.name, preemptable)

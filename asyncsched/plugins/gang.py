@@ -50,12 +50,12 @@ def _pending_best_effort(job: JobInfo) -> list[TaskInfo]:
 
 def is_ready(job: JobInfo) -> bool:
     """Enough tasks hold resources; best-effort pods need none, so they count too."""
-    return job.ready_task_num() + len(_pending_best_effort(job)) >= job.min_available
+    return job.n_ready + job.n_pending_best_effort >= job.min_available
 
 
 def is_pipelined(job: JobInfo) -> bool:
     waiting = job.waiting_task_num() + job.ready_task_num()
-    return waiting + len(_pending_best_effort(job)) >= job.min_available
+    return waiting + job.pending_best_effort_num() >= job.min_available
 
 
 def _roles_short(job: JobInfo, statuses: frozenset[TaskStatus], best_effort: bool) -> list[str]:
@@ -64,7 +64,7 @@ def _roles_short(job: JobInfo, statuses: frozenset[TaskStatus], best_effort: boo
     When minAvailable is below the sum of the per-role minimums, the per-role
     check is off, as in Volcano.
     """
-    if job.min_available < sum(job.min_task_member.values()):
+    if not job.min_task_member or job.min_available < sum(job.min_task_member.values()):
         return []
     counts = job.role_counts(statuses)
     if best_effort:
@@ -109,7 +109,10 @@ class GangPlugin:
             return result
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
-            return int(is_ready(left)) - int(is_ready(right))
+            # is_ready of both, inlined: this runs on every heap comparison.
+            ready_left = left.n_ready + left.n_pending_best_effort >= left.min_available
+            ready_right = right.n_ready + right.n_pending_best_effort >= right.min_available
+            return int(ready_left) - int(ready_right)
 
         def ready(job: JobInfo) -> bool:
             return is_ready(job) and not _roles_short(job, READY, best_effort=True)

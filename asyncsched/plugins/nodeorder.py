@@ -18,8 +18,8 @@ import numpy.typing as npt
 
 from asyncsched.api.core import PreferredSchedulingTerm, Toleration
 from asyncsched.framework import Arguments, Session
-from asyncsched.framework.hooks import BATCH_NODE_ORDER, BoolArray, FloatArray, IntArray
-from asyncsched.model import NodeInfo, TaskInfo
+from asyncsched.framework.hooks import BATCH_NODE_ORDER, BatchNodeOrderFn, FloatArray, IntArray
+from asyncsched.model import NodeInfo, NodeTable, Resource, TaskInfo, kernels
 from asyncsched.model.resource import CPU, MEMORY
 from asyncsched.plugins._nodematch import NodeLabels, tolerates
 
@@ -60,7 +60,8 @@ class NodeOrderPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         scorer = _Scorer(ssn, self.weights)
-        ssn.add(BATCH_NODE_ORDER, self.name, scorer.scores)
+        score: BatchNodeOrderFn = scorer
+        ssn.add(BATCH_NODE_ORDER, self.name, score)
 
     def on_session_close(self, ssn: Session) -> None:
         pass
@@ -76,64 +77,121 @@ class _Scorer:
         self.taint = weights["tainttoleration.weight"]
         self.labels = NodeLabels(ssn.node_list)
         self.soft_tainted = [(i, n) for i, n in enumerate(ssn.node_list) if _prefer_no_schedule(n)]
-        self._affinity_cache: dict[bytes, Scores] = {}
-        self._taint_cache: dict[bytes, Scores] = {}
+        self._affinity_cache: dict[bytes, _Raw] = {}
+        self._taint_cache: dict[bytes, _Raw] = {}
+        self._classes: dict[Resource, _ResourceClass] = {}
+        self._epoch = -1
+
+    def __call__(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
+        return self.scores(task, candidates)
+
+    def all_rows(self, task: TaskInfo) -> FloatArray | None:
+        """Every node's score, when the normalized scores are the same on every node.
+
+        Kept per (request, affinity terms, tolerations) and refreshed on the rows
+        that changed, like the resource scores it adds up.
+        """
+        offset = 0
+        if self.affinity:
+            _, constant, value = self._preferred_affinity_full(task)
+            if not constant:
+                return None
+            offset += self.affinity * value
+        if self.taint:
+            _, constant, value = self._intolerable_full(task)
+            if not constant:
+                return None
+            offset += self.taint * value
+        entry = self._synced_class(task)
+        scores = entry.scores
+        found = entry.totals.get(offset)
+        if found is None:
+            found = entry.totals[offset] = _Total(len(scores))
+        if found.version != entry.version:
+            rows = entry.rows_since(found.version)
+            if rows is None:
+                found.scores[:] = scores + offset
+            else:
+                found.scores[rows] = scores[rows] + offset
+            found.version = entry.version
+        return found.scores
 
     def scores(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
-        total = np.zeros(len(candidates), dtype=np.int64)
-        if self.least or self.most:
-            allocatable, requested = self._amounts(task, candidates, (CPU, MEMORY), True)
-            if self.least:
-                total += self.least * _least_allocated(requested, allocatable)
-            if self.most:
-                total += self.most * _most_allocated(requested, allocatable)
-        if self.balanced:
-            total += self.balanced * self._balanced(task, candidates)
+        total = self._resource_scores(task)[candidates]
         if self.affinity:
-            raw = self._preferred_affinity(task)[candidates]
-            total += self.affinity * _normalize(raw, reverse=False)
+            raw, constant, value = self._preferred_affinity_full(task)
+            if constant and len(candidates):
+                total += self.affinity * value
+            else:
+                total += self.affinity * _normalize(raw[candidates], reverse=False)
         if self.taint:
-            raw = self._intolerable(task)[candidates]
-            total += self.taint * _normalize(raw, reverse=True)
+            raw, constant, value = self._intolerable_full(task)
+            if constant and len(candidates):
+                total += self.taint * value
+            else:
+                total += self.taint * _normalize(raw[candidates], reverse=True)
         return total.astype(np.float64)
 
-    def _amounts(
-        self, task: TaskInfo, rows: IntArray, names: tuple[str, ...], non_zero: bool
-    ) -> tuple[Scores, Scores]:
-        """(allocatable, used + task request) of ``rows``, one column per name."""
+    def _resource_scores(self, task: TaskInfo) -> Scores:
+        """Least/most allocated and balanced scores of every node for the task's request.
+
+        Cached per request (an equivalence class) and refreshed only on the rows the
+        table's change log names, so placing a task rescores one node, not all.
+        """
+        return self._synced_class(task).scores
+
+    def _synced_class(self, task: TaskInfo) -> _ResourceClass:
+        """The task's request class, its scores brought up to the table's version."""
         table = self.ssn.table
-        allocatable = np.zeros((len(rows), len(names)), dtype=np.int64)
-        requested = np.zeros((len(rows), len(names)), dtype=np.int64)
-        for k, name in enumerate(names):
-            request = task.resreq.get(name)
-            if non_zero and request == 0:
-                request = {CPU: _NON_ZERO_CPU, MEMORY: _NON_ZERO_MEMORY}.get(name, 0)
-            column = table.index.get(name)
-            if column is not None:
-                allocatable[:, k] = table.allocatable[rows, column]
-                requested[:, k] = allocatable[:, k] - table.idle[rows, column]
-            requested[:, k] += request
-        return allocatable, requested
+        n = len(self.ssn.node_list)
+        entry = self._resource_class(task)
+        version = table.version
+        if entry.version != version:
+            rows = table.refresh_rows(entry.version, n)
+            kernels.resource_scores(
+                table.allocatable,
+                table.idle,
+                np.arange(n, dtype=np.intp) if rows is None else rows,
+                *entry.parameters,
+                entry.scores,
+            )
+            entry.version = version
+        return entry
 
-    def _balanced(self, task: TaskInfo, rows: IntArray) -> Scores:
-        """1 - std deviation of the requested fractions (cpu, memory, and GPUs if asked for)."""
-        names = (CPU, MEMORY, GPU) if task.resreq.get(GPU) else (CPU, MEMORY)
-        if not any(task.resreq.get(n) for n in names):
-            return np.zeros(len(rows), dtype=np.int64)
-        allocatable, requested = self._amounts(task, rows, names, False)
-        present = allocatable > 0
-        fraction = np.minimum(requested / np.where(present, allocatable, 1), 1.0)
-        count = present.sum(axis=1)
-        mean = np.where(present, fraction, 0.0).sum(axis=1) / np.maximum(count, 1)
-        spread = np.where(present, (fraction - mean[:, None]) ** 2, 0.0).sum(axis=1)
-        std = np.where(count > 2, np.sqrt(spread / np.maximum(count, 1)), 0.0)
-        high = np.where(present, fraction, -np.inf).max(axis=1)
-        low = np.where(present, fraction, np.inf).min(axis=1)
-        std = np.where(count == 2, (high - low) / 2, std)
-        return ((1.0 - std) * MAX_NODE_SCORE).astype(np.int64)
+    def _resource_class(self, task: TaskInfo) -> _ResourceClass:
+        table = self.ssn.table
+        if table.epoch != self._epoch:
+            self._epoch = table.epoch
+            self._classes = {}
+        entry = self._classes.get(task.resreq)
+        if entry is None:
+            entry = self._classes[task.resreq] = _ResourceClass(
+                self._parameters(task), len(self.ssn.node_list), table
+            )
+        return entry
 
-    def _preferred_affinity(self, task: TaskInfo) -> Scores:
-        """Sum of the weights of the preferred terms each node matches (all nodes, cached)."""
+    def _parameters(self, task: TaskInfo) -> _Parameters:
+        """The kernel's arguments for a request: columns, requests and weights."""
+        index = self.ssn.table.index
+        lm_names = (CPU, MEMORY) if self.least or self.most else ()
+        lm_cols = np.array([index.get(n, -1) for n in lm_names], dtype=np.intp)
+        lm_req = np.array(
+            [
+                task.resreq.get(n) or {CPU: _NON_ZERO_CPU, MEMORY: _NON_ZERO_MEMORY}[n]
+                for n in lm_names
+            ],
+            dtype=np.int64,
+        )
+        names: tuple[str, ...] = (CPU, MEMORY, GPU) if task.resreq.get(GPU) else (CPU, MEMORY)
+        if not self.balanced or not any(task.resreq.get(n) for n in names):
+            names = ()
+        bal_cols = np.array([index.get(n, -1) for n in names], dtype=np.intp)
+        bal_req = np.array([task.resreq.get(n) for n in names], dtype=np.int64)
+        return (lm_cols, lm_req, self.least, self.most, bal_cols, bal_req, self.balanced)
+
+    def _preferred_affinity_full(self, task: TaskInfo) -> _Raw:
+        """Sum of the weights of the preferred terms each node matches (all nodes, cached);
+        whether it is the same on every node, and then its normalized score (a constant)."""
         spec = task.pod.spec
         node_affinity = spec.affinity.node_affinity if spec.affinity is not None else None
         terms: list[PreferredSchedulingTerm] = (
@@ -141,49 +199,72 @@ class _Scorer:
             if node_affinity is not None
             else []
         )
-        key = msgspec.json.encode(terms)
+        key = msgspec.json.encode(terms) if terms else b""
         found = self._affinity_cache.get(key)
         if found is None:
-            found = np.zeros(self.labels.size, dtype=np.int64)
+            raw = np.zeros(self.labels.size, dtype=np.int64)
             for term in terms:
                 if term.weight:
-                    found += term.weight * self.labels.term(term.preference)
-            self._affinity_cache[key] = found
+                    raw += term.weight * self.labels.term(term.preference)
+            found = self._affinity_cache[key] = _raw(raw, reverse=False)
         return found
 
-    def _intolerable(self, task: TaskInfo) -> Scores:
-        """How many PreferNoSchedule taints of each node the task does not tolerate (cached)."""
+    def _intolerable_full(self, task: TaskInfo) -> _Raw:
+        """How many PreferNoSchedule taints of each node the task does not tolerate (cached),
+        whether that count is the same on every node, and then its normalized score."""
         tolerations = [t for t in task.pod.spec.tolerations if t.effect in ("", "PreferNoSchedule")]
-        key = msgspec.json.encode(tolerations)
+        key = msgspec.json.encode(tolerations) if tolerations else b""
         found = self._taint_cache.get(key)
         if found is None:
-            found = np.zeros(self.labels.size, dtype=np.int64)
+            raw = np.zeros(self.labels.size, dtype=np.int64)
             for i, node in self.soft_tainted:
-                found[i] = _count_intolerable(node, tolerations)
-            self._taint_cache[key] = found
+                raw[i] = _count_intolerable(node, tolerations)
+            found = self._taint_cache[key] = _raw(raw, reverse=True)
         return found
 
 
-def _least_allocated(requested: Scores, allocatable: Scores) -> Scores:
-    present = allocatable > 0
-    safe = np.where(present, allocatable, 1)
-    free = np.where(requested > allocatable, 0, (allocatable - requested) * MAX_NODE_SCORE // safe)
-    return _mean_over_present(free, present)
+_Raw = tuple[Scores, bool, int]
 
 
-def _most_allocated(requested: Scores, allocatable: Scores) -> Scores:
-    present = allocatable > 0
-    safe = np.where(present, allocatable, 1)
-    used = np.minimum(requested, allocatable) * MAX_NODE_SCORE // safe
-    return _mean_over_present(used, present)
+def _raw(raw: Scores, reverse: bool) -> _Raw:
+    """A raw per-node score, whether it is constant, and its normalized value if so."""
+    constant = _constant(raw)
+    value = int(_normalize(raw[:1], reverse)[0]) if constant and len(raw) else 0
+    return raw, constant, value
 
 
-def _mean_over_present(per_resource: Scores, present: BoolArray) -> Scores:
-    """Equal-weight integer mean over the resources a node has, as kube-scheduler does."""
-    count = present.sum(axis=1)
-    summed = np.where(present, per_resource, 0).sum(axis=1)
-    result: Scores = np.where(count > 0, summed // np.maximum(count, 1), 0)
-    return result
+def _constant(raw: Scores) -> bool:
+    return not len(raw) or bool(raw.min() == raw.max())
+
+
+_Parameters = tuple[IntArray, Scores, int, int, IntArray, Scores, int]
+
+
+class _ResourceClass:
+    """The resource scores of every node for one request, and the table version they match."""
+
+    __slots__ = ("n", "parameters", "scores", "table", "totals", "version")
+
+    def __init__(self, parameters: _Parameters, n: int, table: NodeTable) -> None:
+        self.parameters = parameters
+        self.scores: Scores = np.zeros(n, dtype=np.int64)
+        self.version = -1
+        self.table = table
+        self.n = n
+        self.totals: dict[int, _Total] = {}
+
+    def rows_since(self, version: int) -> IntArray | None:
+        return self.table.refresh_rows(version, self.n)
+
+
+class _Total:
+    """Resource scores plus a constant, as floats: what all_rows hands out."""
+
+    __slots__ = ("scores", "version")
+
+    def __init__(self, n: int) -> None:
+        self.scores: FloatArray = np.zeros(n, dtype=np.float64)
+        self.version = -1
 
 
 def _normalize(raw: Scores, reverse: bool) -> Scores:

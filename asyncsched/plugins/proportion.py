@@ -24,7 +24,7 @@ from asyncsched.framework.hooks import (
     RECLAIMABLE,
 )
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo, TaskStatus
-from asyncsched.model.resource import CPU, MEMORY
+from asyncsched.model.resource import CPU, MEMORY, PODS
 from asyncsched.plugins._resources import (
     cluster_total,
     dominant_share,
@@ -52,10 +52,20 @@ class QueueAttr:
     request: Resource = field(default_factory=Resource)
     inqueue: Resource = field(default_factory=Resource)
     elastic: Resource = field(default_factory=Resource)
-    share: float = 0.0
+    cached_share: float = 0.0
+    stale: bool = False
+    """allocated changed since cached_share was computed."""
+
+    @property
+    def share(self) -> float:
+        """The dominant share of deserved the queue holds (computed when read)."""
+        if self.stale:
+            self.update_share()
+        return self.cached_share
 
     def update_share(self) -> None:
-        self.share = dominant_share(self.allocated, self.deserved)[1]
+        self.cached_share = dominant_share(self.allocated, self.deserved)[1]
+        self.stale = False
 
 
 def _within(amount: Resource, bound: dict[str, int]) -> Resource:
@@ -175,7 +185,7 @@ class ProportionPlugin:
             if attr is not None:
                 change = task.resreq if sign > 0 else Resource() - task.resreq
                 attr.allocated = attr.allocated + change
-                attr.update_share()
+                attr.stale = True  # the share is recomputed when next read
 
         ssn.add(RECLAIMABLE, self.name, reclaimable)
         ssn.add_event_handler(
@@ -201,7 +211,13 @@ class ProportionPlugin:
         attr = self.queues.get(queue.name)
         if attr is None:
             return True
-        return not fits_where_requested(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        # fits_where_requested(allocated + request, deserved, request) == [], without
+        # building the sum: this runs once per task placed.
+        allocated, deserved = attr.allocated, attr.deserved
+        for name, amount in task.resreq.items():
+            if amount > 0 and name != PODS and allocated.get(name) + amount > deserved.get(name):
+                return False
+        return True
 
     def _enqueueable(self, ssn: Session, job: JobInfo) -> int:
         queue = ssn.queues.get(job.queue)

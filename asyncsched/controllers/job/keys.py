@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from asyncsched.api.batch import Job
 from asyncsched.api.meta import OwnerReference
 
@@ -77,3 +81,12 @@ def job_owner_reference(job: Job) -> OwnerReference:
         controller=True,
         block_owner_deletion=True,
     )
+
+
+def owner_metadata(job: Job, name: str) -> dict[str, Any]:
+    """Metadata of an object the Job owns, so the garbage collector removes it with the Job."""
+    return {
+        "name": name,
+        "namespace": job.metadata.namespace,
+        "ownerReferences": [msgspec.to_builtins(job_owner_reference(job))],
+    }

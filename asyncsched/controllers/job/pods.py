@@ -36,7 +36,6 @@ def build_pod(job: Job, task: TaskSpec, index: int, podgroup: str) -> dict[str, 
     template = copy.deepcopy(task.template)
     meta_in: dict[str, Any] = template.get("metadata") or {}
     spec: dict[str, Any] = template.get("spec") or {}
-    owner = keys.job_owner_reference(job)
     name = keys.pod_name(job.metadata.name, task.name, index)
     labels: dict[str, str] = dict(meta_in.get("labels") or {})
     annotations: dict[str, str] = dict(meta_in.get("annotations") or {})
@@ -44,18 +43,7 @@ def build_pod(job: Job, task: TaskSpec, index: int, podgroup: str) -> dict[str, 
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": name,
-            "namespace": job.metadata.namespace,
-            "ownerReferences": [
-                {
-                    "apiVersion": owner.api_version,
-                    "kind": owner.kind,
-                    "name": owner.name,
-                    "uid": owner.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            **keys.owner_metadata(job, name),
             "labels": labels,
             "annotations": annotations,
         },

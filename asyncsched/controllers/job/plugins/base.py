@@ -9,7 +9,7 @@ from typing import Any
 
 from asyncsched.api.batch import Job, TaskSpec
 from asyncsched.controllers.job.actions import Action
-from asyncsched.controllers.job.keys import job_owner_reference, pod_name
+from asyncsched.controllers.job.keys import owner_metadata, pod_name
 
 __all__ = [
     "KeyFactory",
@@ -118,21 +118,3 @@ def task_hosts(job: Job, task: TaskSpec) -> list[str]:
         if fixed:
             break
     return hosts
-
-
-def owner_metadata(job: Job, name: str) -> dict[str, Any]:
-    owner = job_owner_reference(job)
-    return {
-        "name": name,
-        "namespace": job.metadata.namespace,
-        "ownerReferences": [
-            {
-                "apiVersion": owner.api_version,
-                "kind": owner.kind,
-                "name": owner.name,
-                "uid": owner.uid,
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ],
-    }

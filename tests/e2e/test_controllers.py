@@ -531,3 +531,27 @@ async def test_close_and_open_queue_commands(env: Env) -> None:
             await env.wait(applied, 20, f"the queue to be {state} and the Command consumed")
     finally:
         await request(env.kube.api, "DELETE", f"{QUEUES}/{name}")
+
+
+async def test_job_suspend_and_resume_from_the_command_line(env: Env) -> None:
+    from asyncsched.cli import main
+
+    await env.submit(_job("pausable", [_task("worker", 2, held=env.ns)]))
+    await env.wait_pods("pausable", 2)
+    kubeconfig = str(env.kube.bed.kubeconfig)
+
+    code = await asyncio.to_thread(
+        main, ["job", "suspend", "-n", env.ns, "-N", "pausable", "--kubeconfig", kubeconfig]
+    )
+    assert code == 0
+    await env.wait_phase("pausable", "Aborted")
+    await env.wait_pods("pausable", 0)
+
+    code = await asyncio.to_thread(
+        main, ["job", "resume", "-n", env.ns, "-N", "pausable", "--kubeconfig", kubeconfig]
+    )
+    assert code == 0
+    pods = await env.wait_pods("pausable", 2)
+    assert {p["metadata"]["name"] for p in pods} == {"pausable-worker-0", "pausable-worker-1"}
+    phase = (await env.job("pausable"))["status"]["state"]["phase"]
+    assert phase != "Aborted", "resumed"

@@ -59,9 +59,11 @@ class ClusterCache:
         self.generation = 0
         """Bumped on every change, so the loop knows when a session may decide differently."""
         self._clones: dict[str, tuple[TaskInfo, TaskInfo]] = {}
+        """The previous snapshot's task clones, with the cache task each was made from."""
         self._templates: dict[str, tuple[PodGroup, int, JobInfo]] = {}
         """Per job: the PodGroup, priority and JobInfo (no tasks) the last snapshot used."""
-        """The previous snapshot's task clones, with the cache task each was made from."""
+        self._job_clones: dict[str, JobInfo] = {}
+        """The previous snapshot's JobInfos of PodGroup jobs, handed out again when unchanged."""
 
     # -- nodes -------------------------------------------------------------
 
@@ -272,6 +274,7 @@ class ClusterCache:
         previous = self._clones
         clones: dict[str, TaskInfo] = {}
         sources: dict[str, tuple[TaskInfo, TaskInfo]] = {}
+        recloned: set[str] = set()
         for key, task in self.tasks.items():
             spec = self.pods[key].spec
             if spec.priority is not None:
@@ -290,6 +293,7 @@ class ClusterCache:
             else:
                 twin = task.clone()
                 twin.priority = priority
+                recloned.add(key)
             clones[key] = twin
             sources[key] = (task, twin)
             node = nodes.get(task.node_name)
@@ -303,6 +307,8 @@ class ClusterCache:
 
         jobs: dict[str, JobInfo] = {}
         templates: dict[str, tuple[PodGroup, int, JobInfo]] = {}
+        job_clones: dict[str, JobInfo] = {}
+        previous_jobs = self._job_clones
         for key, entry in self.jobs.items():
             pg = entry.podgroup
             if pg is not None:
@@ -312,6 +318,13 @@ class ClusterCache:
                 template = self._templates.get(key)
                 if template is None or template[0] is not pg or template[1] != priority:
                     template = (pg, priority, JobInfo.from_podgroup(pg, priority))
+                else:
+                    kept_job = previous_jobs.get(key)
+                    if kept_job is not None and _unchanged(kept_job, template[2], entry, recloned):
+                        if kept_job.queue in queues:
+                            templates[key] = template
+                            job_clones[key] = jobs[key] = kept_job
+                        continue
                 templates[key] = template
                 job: JobInfo | None = template[2].clone_empty()
             else:
@@ -324,7 +337,10 @@ class ClusterCache:
             for task_key in entry.tasks:
                 job.add_task(clones[task_key])
             jobs[key] = job
+            if pg is not None:
+                job_clones[key] = job
         self._templates = templates
+        self._job_clones = job_clones
         return ClusterSnapshot(
             jobs=jobs,
             nodes=nodes,
@@ -360,6 +376,28 @@ class ClusterCache:
             phase=PodGroupPhase.INQUEUE,
             creation=task.creation,
         )
+
+
+def _unchanged(job: JobInfo, template: JobInfo, entry: _JobEntry, recloned: set[str]) -> bool:
+    """Whether the previous snapshot's JobInfo equals what cloning the template would give.
+
+    True when its PodGroup template is the same (checked by the caller), the
+    session left its phase alone, and it holds exactly the entry's tasks, each
+    handed out again unchanged, in the same order (also within each status, as
+    add_task would have put them): rebuilding would give the same object state.
+    """
+    tasks = job.tasks
+    if job.phase != template.phase or len(tasks) != len(entry.tasks):
+        return False
+    for mine, wanted in zip(tasks, entry.tasks, strict=True):
+        if mine != wanted or wanted in recloned:
+            return False
+    if len(tasks) > 1:
+        for status, bucket in job.by_status.items():
+            in_order = [uid for uid, task in tasks.items() if task.status is status]
+            if list(bucket) != in_order:
+                return False
+    return True
 
 
 def _pod_key(pod: Pod) -> str:

@@ -21,7 +21,6 @@ from asyncsched.framework.results import PodGroupUpdate, SessionResult, TaskUnsc
 from asyncsched.framework.session import Session
 from asyncsched.model import ClusterSnapshot, JobInfo, PodGroupPhase, TaskStatus
 from asyncsched.model.gcpause import gc_paused
-from asyncsched.model.status import READY
 
 __all__ = [
     "UNSCHEDULABLE",
@@ -137,7 +136,7 @@ def _podgroup_status(job: JobInfo, condition: Condition | None) -> PodGroupUpdat
     unschedulable = condition is not None and condition.type == UNSCHEDULABLE
     if running and unschedulable:
         phase = PodGroupPhase.UNKNOWN
-    elif job.count(READY) >= job.min_available:
+    elif job.n_ready >= job.min_available:
         phase = PodGroupPhase.RUNNING
     elif job.phase != PodGroupPhase.INQUEUE:
         phase = PodGroupPhase.PENDING

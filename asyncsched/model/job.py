@@ -33,6 +33,7 @@ class JobInfo:
         "min_available",
         "min_resources",
         "min_task_member",
+        "n_allocated",
         "n_pending_best_effort",
         "n_ready",
         "name",
@@ -81,6 +82,8 @@ class JobInfo:
         self.allocated = Resource()
         self.n_ready = 0
         """Tasks in a READY status; kept by add_task/remove_task. Read, never write."""
+        self.n_allocated = 0
+        """Tasks in an ALLOCATED status (a subset of READY); kept like n_ready."""
         self.n_pending_best_effort = 0
         """Pending tasks that request nothing (BestEffort); kept like n_ready."""
 
@@ -114,6 +117,7 @@ class JobInfo:
         if status in READY:
             self.n_ready += 1
             if status in ALLOCATED:
+                self.n_allocated += 1
                 self.allocated = self.allocated + task.resreq
         elif status is TaskStatus.PENDING and task.best_effort:
             self.n_pending_best_effort += 1
@@ -127,6 +131,7 @@ class JobInfo:
         if status in READY:
             self.n_ready -= 1
             if status in ALLOCATED:
+                self.n_allocated -= 1
                 self.allocated = self.allocated - existing.resreq
         elif status is TaskStatus.PENDING and existing.best_effort:
             self.n_pending_best_effort -= 1
@@ -161,6 +166,7 @@ class JobInfo:
         twin.by_status = {}
         twin.allocated = Resource()
         twin.n_ready = 0
+        twin.n_allocated = 0
         twin.n_pending_best_effort = 0
         return twin
 
@@ -173,7 +179,14 @@ class JobInfo:
         return found
 
     def count(self, statuses: Iterable[TaskStatus]) -> int:
-        return sum(len(self.by_status.get(s, ())) for s in statuses)
+        # A plain loop: this runs for every job in several per-session passes.
+        by_status = self.by_status
+        found = 0
+        for status in statuses:
+            bucket = by_status.get(status)
+            if bucket:
+                found += len(bucket)
+        return found
 
     def ready_task_num(self) -> int:
         """Tasks in a READY status (kept as a running count by add_task/remove_task)."""
@@ -188,7 +201,13 @@ class JobInfo:
 
     def valid_task_num(self) -> int:
         """Tasks that can still count toward the gang: all but Failed, Releasing and Unknown."""
-        return self.count(READY | {TaskStatus.PENDING, TaskStatus.PIPELINED})
+        # READY is kept as a running count and is disjoint from Pending and Pipelined.
+        by_status = self.by_status
+        return (
+            self.n_ready
+            + len(by_status.get(TaskStatus.PENDING, ()))
+            + len(by_status.get(TaskStatus.PIPELINED, ()))
+        )
 
     def pending_tasks(self) -> list[TaskInfo]:
         return list(self.by_status.get(TaskStatus.PENDING, {}).values())

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from asyncsched.model import JobInfo, PodGroupPhase, Resource
-from asyncsched.model.resource import PODS
-from asyncsched.model.status import ALLOCATED
+from asyncsched.model.resource import EMPTY, PODS
 
 if TYPE_CHECKING:
     from asyncsched.framework import Session
@@ -94,11 +93,25 @@ def fits_where_requested(used: Resource, limit: Resource, request: Resource) -> 
     )
 
 
+_WITHOUT_PODS: dict[Resource, Resource] = {}
+"""minResources -> the same without ``pods``; jobs of one template share a few values."""
+
+
 def job_min_resources(job: JobInfo) -> Resource | None:
-    """The PodGroup's minResources without ``pods`` (node totals carry no pod count here)."""
-    if job.min_resources is None:
+    """The PodGroup's minResources without ``pods`` (node totals carry no pod count here).
+
+    Memoised by value (Resources are immutable): several plugins ask for every
+    job at every session open.
+    """
+    minimum = job.min_resources
+    if minimum is None:
         return None
-    return Resource({n: v for n, v in job.min_resources.items() if n != PODS})
+    found = _WITHOUT_PODS.get(minimum)
+    if found is None:
+        if len(_WITHOUT_PODS) >= 4096:
+            _WITHOUT_PODS.clear()
+        found = _WITHOUT_PODS[minimum] = Resource({n: v for n, v in minimum.items() if n != PODS})
+    return found
 
 
 def reserved_for_job(job: JobInfo, whole_minimum_when_inqueue: bool) -> Resource:
@@ -112,7 +125,11 @@ def reserved_for_job(job: JobInfo, whole_minimum_when_inqueue: bool) -> Resource
     if minimum is None:
         return Resource()
     if job.phase == PodGroupPhase.INQUEUE:
-        return minimum if whole_minimum_when_inqueue else exceeded_part(minimum, job.allocated)
-    if job.phase == PodGroupPhase.RUNNING and job.count(ALLOCATED) >= job.min_available:
-        return exceeded_part(minimum, job.allocated)
+        if whole_minimum_when_inqueue:
+            return minimum
+    elif not (job.phase == PodGroupPhase.RUNNING and job.n_allocated >= job.min_available):
+        return Resource()
+    if minimum == job.allocated:
+        return EMPTY  # the usual running job: it holds exactly its minimum
+    return exceeded_part(minimum, job.allocated)
     return Resource()

@@ -65,9 +65,9 @@ class DrfPlugin:
         self.total = cluster_total(ssn)
         self.jobs = {}
         for job in ssn.jobs.values():
-            attr = _JobShare(allocated=job.allocated)
-            self._update(attr)
-            self.jobs[job.uid] = attr
+            # Stale: the share is computed when first read (share_of), from the same
+            # allocated and total; most jobs (nothing pending) are never compared.
+            self.jobs[job.uid] = _JobShare(allocated=job.allocated, stale=True)
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = self.share_of(left.uid), self.share_of(right.uid)

@@ -43,9 +43,15 @@ class OvercommitPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.idle = cluster_total(ssn).scale(self.factor) - cluster_used(ssn)
-        self.inqueue = Resource()
+        # Summed as plain integers (the same total as adding Resources job by job);
+        # a job without minResources reserves nothing.
+        inqueue: dict[str, int] = {}
         for job in ssn.jobs.values():
-            self.inqueue = self.inqueue + reserved_for_job(job, whole_minimum_when_inqueue=True)
+            if job.min_resources is None:
+                continue
+            for name, value in reserved_for_job(job, whole_minimum_when_inqueue=True).items():
+                inqueue[name] = inqueue.get(name, 0) + value
+        self.inqueue = Resource(inqueue)
         ssn.add(JOB_ENQUEUEABLE, self.name, self._enqueueable)
         ssn.add(JOB_ENQUEUED, self.name, self._enqueued)
 

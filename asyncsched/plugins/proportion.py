@@ -118,6 +118,11 @@ def water_fill(attrs: list[QueueAttr], total: Resource) -> None:
             break
 
 
+def _accumulate(into: dict[str, int], amount: Resource) -> None:
+    for name, value in amount.items():
+        into[name] = into.get(name, 0) + value
+
+
 class ProportionPlugin:
     name: ClassVar[str] = "proportion"
 
@@ -135,26 +140,43 @@ class ProportionPlugin:
         for info in ssn.queues.values():
             guarantees = guarantees + (info.guarantee or Resource())
         self.queues = {}
+        # Per queue, plain integer sums (allocated, request, inqueue, elastic): the
+        # same totals as adding Resources job by job, without a Resource per addition.
+        sums: dict[str, tuple[dict[str, int], ...]] = {}
+        empty = Resource()
         for job in ssn.jobs.values():
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue
-            attr = self.queues.get(queue.name)
-            if attr is None:
-                attr = self.queues[queue.name] = QueueAttr(
+            books = sums.get(queue.name)
+            if books is None:
+                self.queues[queue.name] = QueueAttr(
                     name=queue.name,
                     weight=queue.weight,
                     real_capability=_real_capability(queue, total, guarantees),
                     guarantee=queue.guarantee or Resource(),
                 )
-            attr.allocated = attr.allocated + job.allocated
-            attr.request = attr.request + job.allocated
-            for task in job.tasks_in(TaskStatus.PENDING):
-                attr.request = attr.request + task.resreq
-            attr.inqueue = attr.inqueue + reserved_for_job(job, whole_minimum_when_inqueue=False)
-            attr.elastic = attr.elastic + exceeded_part(
-                job.allocated, job_min_resources(job) or Resource()
-            )
+                books = sums[queue.name] = ({}, {}, {}, {})
+            allocated, request, inqueue, elastic = books
+            _accumulate(allocated, job.allocated)
+            _accumulate(request, job.allocated)
+            pending = job.by_status.get(TaskStatus.PENDING)
+            if pending:
+                for task in pending.values():
+                    _accumulate(request, task.resreq)
+            if job.min_resources is not None:
+                _accumulate(inqueue, reserved_for_job(job, whole_minimum_when_inqueue=False))
+                minimum = job_min_resources(job) or empty
+                if minimum != job.allocated:  # equal: nothing beyond the minimum
+                    _accumulate(elastic, exceeded_part(job.allocated, minimum))
+            elif not job.allocated.is_zero():
+                _accumulate(elastic, exceeded_part(job.allocated, empty))
+        for name, (allocated, request, inqueue, elastic) in sums.items():
+            attr = self.queues[name]
+            attr.allocated = Resource(allocated)
+            attr.request = Resource(request)
+            attr.inqueue = Resource(inqueue)
+            attr.elastic = Resource(elastic)
         water_fill(list(self.queues.values()), total)
 
     def on_session_open(self, ssn: Session) -> None:

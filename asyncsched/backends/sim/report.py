@@ -81,12 +81,13 @@ class SimReport:
         waiting = len(self.jobs) - done - running
         lines = [
             f"asyncsched simulate: {self.nodes} nodes, {self.pods} pods, "
-            f"{len(self.jobs) + len(self.volcano_jobs)} jobs",
+            f"{len(self.jobs)} gangs (PodGroups and lone pods)"
+            + (f", {len(self.volcano_jobs)} Volcano Jobs" if self.volcano_jobs else ""),
             f"configuration: {self.config_name} (actions: {', '.join(self.actions)})",
             f"result: {self.outcome.message} after {self.outcome.sessions} sessions",
         ]
         if self.jobs or not self.volcano_jobs:
-            lines.append(f"jobs: {done} completed, {running} running, {waiting} waiting")
+            lines.append(f"gangs: {done} completed, {running} running, {waiting} waiting")
         lines += self._volcano_lines()
         if self.waits:
             lines.append("waiting time (submitted to gang started): " + _stats(self.waits))

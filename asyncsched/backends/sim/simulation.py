@@ -185,24 +185,29 @@ class Simulation(SimCluster):
         self.emit("submitted", type(obj).__name__, meta.namespace, meta.name)
 
     def _complete(self, key: str) -> None:
-        pod = self.pods[key]
-        done = msgspec.structs.replace(
-            pod, status=msgspec.structs.replace(pod.status, phase="Succeeded")
-        )
-        self._set_pod(key, done)
+        self._end_pod(key, "Succeeded", "completed", "")
         self.finished_at[key] = self.now
+
+    def _end_pod(self, key: str, phase: str, event: str, reason: str, exit_code: int = 0) -> None:
+        """The pod's container finished for good: its resources free, its group and Job told."""
+        pod = self.pods[key]
+        ended = msgspec.structs.replace(
+            pod, status=msgspec.structs.replace(pod.status, phase=phase)
+        )
+        self._set_pod(key, ended)
         self.usage.stop(key)
         self.emit(
-            "completed",
+            event,
             "Pod",
             pod.metadata.namespace,
             pod.metadata.name,
             node=pod.spec.node_name,
             job=job_name(pod),
+            reason=reason,
         )
         self._schedule_completions(self.progress.finish(key, self.now))
         self._dirty = True
-        self.controllers.pod_changed(pod, done)
+        self.controllers.pod_changed(pod, ended, exit_code=exit_code)
 
     def _fail(self, key: str) -> None:
         """The container exits non-zero: Never fails the pod; OnFailure and Always restart
@@ -223,24 +228,8 @@ class Simulation(SimCluster):
             )
             self._schedule_completions(self.progress.restart(key, self.now))
             return
-        failed = msgspec.structs.replace(
-            pod, status=msgspec.structs.replace(pod.status, phase="Failed")
-        )
-        self._set_pod(key, failed)
+        self._end_pod(key, "Failed", "failed", f"container exited with code {code}", code)
         self.failed_at[key] = self.now
-        self.usage.stop(key)
-        self.emit(
-            "failed",
-            "Pod",
-            meta.namespace,
-            meta.name,
-            node=pod.spec.node_name,
-            job=job_name(pod),
-            reason=f"container exited with code {code}",
-        )
-        self._schedule_completions(self.progress.finish(key, self.now))
-        self._dirty = True
-        self.controllers.pod_changed(pod, failed, exit_code=code)
 
     # -- sessions --------------------------------------------------------------
 

@@ -58,3 +58,19 @@ def simulation(*files: str, until: float | None = None) -> Simulation:
     sim = Simulation(load_manifests([YAML / f for f in files]), ConfigSource(Registry(), None))
     sim.run(until=until)
     return sim
+
+
+def refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cluster: str, content: str
+) -> tuple[Path, str]:
+    """Simulate ``cluster`` plus a file holding ``content``; assert the run is refused with
+    exactly one line, exit 2 and no events written. Returns the bad file and that line."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(content)
+    events = tmp_path / "events.jsonl"
+    code = main(["simulate", "-f", str(YAML / cluster), "-f", str(bad), "--events", str(events)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert not events.exists(), "nothing may run when any input is bad"
+    return bad, err

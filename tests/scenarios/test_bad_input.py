@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from asyncsched.cli import main
-from tests.scenarios.harness import YAML
+from tests.scenarios.harness import YAML, refused
 
 POD = """apiVersion: v1
 kind: Pod
@@ -55,19 +55,8 @@ spec:
 def test_bad_manifest_is_refused_with_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str, expected: str
 ) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(content)
-    events = tmp_path / "events.jsonl"
-
-    code = main(
-        ["simulate", "-f", str(YAML / "binpack.yaml"), "-f", str(bad), "--events", str(events)]
-    )
-
-    err = capsys.readouterr().err
-    assert code == 2
-    assert err.count("\n") == 1 and "Traceback" not in err
+    bad, err = refused(capsys, tmp_path, "binpack.yaml", content)
     assert str(bad) in err and expected in err, err
-    assert not events.exists(), "nothing may run when any input is bad"
 
 
 @pytest.mark.parametrize(

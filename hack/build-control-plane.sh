@@ -35,6 +35,12 @@ all_built() {
 # Everything cached: no Go toolchain needed.
 if all_built; then echo "$BIN"; exit 0; fi
 
+# One build at a time per cache: two test processes asking at once (a chart test and
+# the e2e bed, say) must not race on the same temporary files.
+exec 9>"$CACHE/.build.lock"
+flock 9
+if all_built; then echo "$BIN"; exit 0; fi
+
 if ! command -v go >/dev/null 2>&1; then
   for candidate in /usr/local/go/bin /usr/lib/go/bin; do
     [ -x "$candidate/go" ] && PATH="$candidate:$PATH"

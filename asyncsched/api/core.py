@@ -16,6 +16,9 @@ __all__ = [
     "Affinity",
     "ConfigMap",
     "Container",
+    "ContainerState",
+    "ContainerStateTerminated",
+    "ContainerStatus",
     "Node",
     "NodeAffinity",
     "NodeSelector",
@@ -102,11 +105,30 @@ class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     restart_policy: str = "Always"
 
 
+class ContainerStateTerminated(msgspec.Struct, rename="camel", omit_defaults=True):
+    exit_code: int = 0
+    reason: str = ""
+
+
+class ContainerState(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Only ``terminated`` is read: the Job controller's exitCode policies need it."""
+
+    terminated: ContainerStateTerminated | None = None
+
+
+class ContainerStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+    name: str = ""
+    restart_count: int = 0
+    state: ContainerState = msgspec.field(default_factory=ContainerState)
+    last_state: ContainerState = msgspec.field(default_factory=ContainerState)
+
+
 class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True):
     phase: str = "Pending"
     conditions: list[Condition] = []
     pod_ip: str = ""
     start_time: str | None = None
+    container_statuses: list[ContainerStatus] = []
 
 
 class Pod(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Pod"):

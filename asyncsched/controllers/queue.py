@@ -6,13 +6,23 @@ Closing while PodGroups remain in it, then becomes Closed; OpenQueue reopens it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 
 from asyncsched.api.bus import Command
 from asyncsched.api.volcano import PodGroup, Queue, QueueStatus
 
-__all__ = ["CLOSE_QUEUE", "OPEN_QUEUE", "queue_command", "queue_status"]
+__all__ = [
+    "ALL_PHASES",
+    "CLOSE_QUEUE",
+    "OPEN_QUEUE",
+    "queue_command",
+    "queue_status",
+    "queue_status_from_counts",
+]
 
+ALL_PHASES = "*"
+"""The key of the total in the counts ``queue_status_from_counts`` takes."""
 OPEN_QUEUE = "OpenQueue"
 CLOSE_QUEUE = "CloseQueue"
 _COUNTED = {
@@ -60,14 +70,19 @@ def _next_state(current: str, action: str, has_groups: bool) -> str:
 def queue_status(queue: Queue, podgroups: Iterable[PodGroup], action: str = "") -> QueueStatus:
     """The queue's new status from the PodGroups that name it and an optional Open/Close action."""
     name = queue.metadata.name
-    counts = dict.fromkeys(_COUNTED.values(), 0)
-    members = 0
+    counts: Counter[str] = Counter()
     for pg in podgroups:
-        if (pg.spec.queue or "default") != name:
-            continue
-        members += 1
-        key = _COUNTED.get(pg.status.phase)
-        if key is not None:
-            counts[key] += 1
-    state = _next_state(queue.status.state, action, members > 0)
-    return QueueStatus(state=state, **counts)
+        if (pg.spec.queue or "default") == name:
+            counts[pg.status.phase] += 1
+            counts[ALL_PHASES] += 1
+    return queue_status_from_counts(queue, counts, action)
+
+
+def queue_status_from_counts(
+    queue: Queue, counts: Mapping[str, int], action: str = ""
+) -> QueueStatus:
+    """The same from counts kept elsewhere: PodGroups in the queue by phase, and under
+    ``ALL_PHASES`` how many PodGroups name it at all."""
+    fields = {field: counts.get(phase, 0) for phase, field in _COUNTED.items()}
+    state = _next_state(queue.status.state, action, counts.get(ALL_PHASES, 0) > 0)
+    return QueueStatus(state=state, **fields)

@@ -3,49 +3,36 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-if TYPE_CHECKING:
-    from asyncsched.backends.sim.cluster import SimCluster
+from asyncsched.backends.sim.store import KINDS, ObjectStore
 
 __all__ = ["list_objects"]
 
-
-def _pod(sim: SimCluster, key: str) -> dict[str, Any]:
-    pod = sim.pods[key]
-    live: dict[str, Any] = msgspec.to_builtins(pod)
-    manifest = sim.pod_manifests.get(key)
-    if manifest is None:
-        return live
-    doc = copy.deepcopy(manifest)
-    doc["metadata"] = {**doc.get("metadata", {}), **live["metadata"]}
-    spec = doc.setdefault("spec", {})
-    if pod.spec.node_name:
-        spec["nodeName"] = pod.spec.node_name
-    doc["status"] = live.get("status", {})
-    return doc
+_BY_NAME = {kind.__name__: kind for kind in KINDS}
 
 
-def list_objects(sim: SimCluster, kind: str) -> dict[str, dict[str, Any]]:
-    """Every live object of ``kind``, by ``namespace/name`` (cluster-scoped: by name)."""
-    ctl = sim.controllers
-    if kind == "Pod":
-        return {key: _pod(sim, key) for key in sorted(sim.pods)}
-    stores: dict[str, dict[str, Any]] = {
-        "PodGroup": dict(sim.podgroups),
-        "Queue": dict(sim.queues),
-        "Node": dict(sim.nodes),
-        "Job": dict(ctl.jobs),
-        "Command": dict(ctl.commands),
-        "Deployment": dict(ctl.replicasets.deployments),
-    }
-    if kind in stores:
-        return {k: msgspec.to_builtins(v) for k, v in sorted(stores[kind].items())}
-    if kind == "ReplicaSet":
-        return {k: rs.manifest() for k, rs in sorted(ctl.replicasets.sets.items())}
-    store = ctl.objects.get(kind)
-    if store is None:
+def list_objects(store: ObjectStore, kind: str) -> dict[str, dict[str, Any]]:
+    """Every live object of ``kind`` as the API would show it, by ``namespace/name``
+    (cluster-scoped kinds by name). A pod made from a fuller document (env, volumes,
+    hostname...) shows that document with the live metadata, nodeName and status."""
+    found = _BY_NAME.get(kind)
+    if found is None:
         raise KeyError(f"the simulator keeps no {kind} objects")
-    return {k: copy.deepcopy(v) for k, v in sorted(store.items())}
+    out = {}
+    for key, obj in sorted(store.list(found).items()):
+        live: dict[str, Any] = {"apiVersion": obj.api_version, **msgspec.to_builtins(obj)}
+        raw = store.raw(found, key)
+        if raw is not None:
+            doc = copy.deepcopy(raw)
+            doc["metadata"] = {**doc.get("metadata", {}), **live["metadata"]}
+            doc.pop("status", None)
+            spec = doc.setdefault("spec", {})
+            if live.get("spec", {}).get("nodeName"):
+                spec["nodeName"] = live["spec"]["nodeName"]
+            doc["status"] = live.get("status", {})
+            live = doc
+        out[key] = live
+    return out

@@ -7,15 +7,42 @@ exactly the deadlock gang scheduling exists to prevent.
 
 A pod annotated ``simulation.asyncsched.io/fail-after`` fails once it has made
 that much progress (before its duration ends). What follows is the kubelet's
-call, made by the simulation from the pod's restartPolicy.
+call, from the pod's restartPolicy: ``Never`` fails the pod, ``OnFailure`` and
+``Always`` restart the container in place (once: the rerun goes to its duration).
+
+The kubelets watch pods through the store and write pod status back to it, as
+real kubelets do: a pod bound to a node starts at once (phase Running), and
+ends Succeeded or Failed when its work is done.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
-__all__ = ["GroupProgress", "PodRun"]
+import msgspec
+
+from asyncsched.api import GROUP_NAME_ANNOTATION, Pod, PodGroup
+from asyncsched.api.core import (
+    ContainerState,
+    ContainerStateTerminated,
+    ContainerStatus,
+)
+from asyncsched.backends.sim.agenda import Agenda
+from asyncsched.backends.sim.fields import (
+    DURATION_ANNOTATION,
+    FAIL_AFTER_ANNOTATION,
+    NEEDS_WHOLE_GROUP_ANNOTATION,
+    exit_code_in,
+    seconds_in,
+)
+from asyncsched.backends.sim.store import EPOCH, ObjectStore, WatchEvent
+from asyncsched.model.timestamps import format_timestamp
+
+__all__ = ["GroupProgress", "Kubelets", "PodRun"]
+
+KUBELET = "kubelet"
 
 
 @dataclass
@@ -71,6 +98,17 @@ class GroupProgress:
         self.runs[run.key] = run
         self.groups.setdefault(run.group, {})[run.key] = run
 
+    def move(self, key: str, group: str, now: float) -> list[PodRun]:
+        """The pod joined another group (the PodGroup controller named its group)."""
+        run = self.runs.get(key)
+        if run is None or run.group == group:
+            return []
+        self.groups.get(run.group, {}).pop(key, None)
+        changed = self.refresh(run.group, now)
+        run.group = group
+        self.groups.setdefault(group, {})[key] = run
+        return changed + self.refresh(group, now)
+
     def remove(self, key: str, now: float) -> list[PodRun]:
         run = self.runs.pop(key, None)
         if run is None:
@@ -124,3 +162,122 @@ class GroupProgress:
 
     def blocked(self) -> list[PodRun]:
         return [r for r in self.runs.values() if r.blocked]
+
+
+def group_key(pod: Pod) -> str:
+    """``namespace/group``: the pod's PodGroup, or the pod itself when it has none yet."""
+    meta = pod.metadata
+    return f"{meta.namespace}/{meta.annotations.get(GROUP_NAME_ANNOTATION) or meta.name}"
+
+
+class Kubelets:
+    """Every node's kubelet at once: runs the pods bound to them on the virtual clock."""
+
+    def __init__(self, store: ObjectStore, agenda: Agenda) -> None:
+        self.store = store
+        self.agenda = agenda
+        self.progress = GroupProgress()
+        self._to_start: dict[str, None] = {}
+        store.watch((Pod,), self._pod)
+        store.watch((PodGroup,), self._podgroup)
+
+    def _podgroup(self, change: WatchEvent) -> None:
+        if change.event != "DELETED":
+            self.progress.min_members[change.key] = change.obj.spec.min_member
+
+    def _pod(self, change: WatchEvent) -> None:
+        pod: Pod = change.obj
+        key = change.key
+        now = self.agenda.now
+        if change.event == "DELETED":
+            self._to_start.pop(key, None)
+            self._schedule(self.progress.remove(key, now))
+            return
+        if change.event == "ADDED":
+            notes = pod.metadata.annotations
+            self.progress.add(
+                PodRun(
+                    key=key,
+                    group=group_key(pod),
+                    duration=seconds_in(notes, DURATION_ANNOTATION, key),
+                    needs_group=notes.get(NEEDS_WHOLE_GROUP_ANNOTATION) == "true",
+                    fail_after=seconds_in(notes, FAIL_AFTER_ANNOTATION, key),
+                )
+            )
+        else:
+            self._schedule(self.progress.move(key, group_key(pod), now))
+        if pod.spec.node_name and pod.status.phase == "Pending":
+            self._to_start[key] = None
+
+    def sync(self) -> bool:
+        """Start the containers of pods bound since the last call; True if any."""
+        if not self._to_start:
+            return False
+        keys = list(self._to_start)
+        self._to_start.clear()
+        now = self.agenda.now
+        for key in keys:
+            pod = self.store.get(Pod, key)
+            if pod is None or pod.status.phase != "Pending" or not pod.spec.node_name:
+                continue
+            status = msgspec.structs.replace(
+                pod.status,
+                phase="Running",
+                start_time=format_timestamp(EPOCH + now),
+                container_statuses=[ContainerStatus(name=_container(pod))],
+            )
+            self.store.update(msgspec.structs.replace(pod, status=status), actor=KUBELET)
+            self._schedule(self.progress.start(key, now))
+        return True
+
+    def _schedule(self, runs: list[PodRun]) -> None:
+        for run in runs:
+            if run.remaining is not None and run.progressing_since is not None:
+                due = run.progressing_since + run.remaining
+                self.agenda.at(due, functools.partial(self._due, run.key, run.serial, run.version))
+
+    def _due(self, key: str, serial: int, version: int) -> None:
+        run = self.progress.runs.get(key)
+        if (
+            run is None
+            or run.serial != serial
+            or run.version != version
+            or run.progressing_since is None
+        ):
+            return
+        pod = self.store.get(Pod, key)
+        if pod is None:
+            return
+        if not run.fails:
+            self._end(pod, "Succeeded", 0)
+            return
+        code = exit_code_in(pod.metadata.annotations, key)
+        if (pod.spec.restart_policy or "Always") == "Never":
+            self._end(pod, "Failed", code)
+            return
+        statuses = pod.status.container_statuses or [ContainerStatus(name=_container(pod))]
+        first = msgspec.structs.replace(
+            statuses[0],
+            restart_count=statuses[0].restart_count + 1,
+            last_state=ContainerState(terminated=ContainerStateTerminated(exit_code=code)),
+        )
+        status = msgspec.structs.replace(pod.status, container_statuses=[first, *statuses[1:]])
+        self.store.update(msgspec.structs.replace(pod, status=status), actor=KUBELET)
+        self._schedule(self.progress.restart(key, self.agenda.now))
+
+    def _end(self, pod: Pod, phase: str, code: int) -> None:
+        """The container finished for good: the pod's phase says how."""
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        reason = "Completed" if phase == "Succeeded" else "Error"
+        terminated = ContainerState(terminated=ContainerStateTerminated(code, reason))
+        statuses = pod.status.container_statuses or [ContainerStatus(name=_container(pod))]
+        first = msgspec.structs.replace(statuses[0], state=terminated)
+        status = msgspec.structs.replace(
+            pod.status, phase=phase, container_statuses=[first, *statuses[1:]]
+        )
+        self.store.update(msgspec.structs.replace(pod, status=status), actor=KUBELET)
+        self._schedule(self.progress.finish(key, self.agenda.now))
+
+
+def _container(pod: Pod) -> str:
+    return pod.spec.containers[0].name if pod.spec.containers else ""

@@ -1,8 +1,10 @@
-"""The few Kubernetes kinds only the simulator reads: Deployment and Service.
+"""The Kubernetes kinds only the simulator reads: Deployment, ReplicaSet, Service, Secret,
+NetworkPolicy.
 
-The scheduler never looks at them; the simulator needs a Deployment to play
-its ReplicaSet controller, and keeps Services so users' YAML loads as written.
-Templates and specs stay plain dicts so no field a user wrote is lost.
+The scheduler never looks at them; the simulator needs a Deployment and its
+ReplicaSet to play their controllers, and keeps the others so users' YAML
+loads as written and the Job plugins' objects can be inspected. Templates and
+specs stay plain dicts so no field a user wrote is lost.
 """
 
 from __future__ import annotations
@@ -14,8 +16,18 @@ import msgspec
 from asyncsched.api import Command, Job, KubeObject
 from asyncsched.api.core import ConfigMap
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.topology import HyperNode
 
-__all__ = ["Deployment", "DeploymentSpec", "Service", "SimObject"]
+__all__ = [
+    "Deployment",
+    "DeploymentSpec",
+    "NetworkPolicy",
+    "ReplicaSet",
+    "ReplicaSetSpec",
+    "Secret",
+    "Service",
+    "SimObject",
+]
 
 
 class DeploymentSpec(msgspec.Struct, rename="camel"):
@@ -34,11 +46,40 @@ class Deployment(
     spec: DeploymentSpec = msgspec.field(default_factory=DeploymentSpec)
 
 
+class ReplicaSetSpec(msgspec.Struct, rename="camel"):
+    replicas: int = 1
+    selector: dict[str, Any] = {}
+    template: dict[str, Any] = {}
+
+
+class ReplicaSet(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="ReplicaSet"
+):
+    api_version: str = "apps/v1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ReplicaSetSpec = msgspec.field(default_factory=ReplicaSetSpec)
+
+
 class Service(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Service"):
     api_version: str = "v1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: dict[str, Any] = {}
 
 
-SimObject = KubeObject | Job | Command | Deployment | Service | ConfigMap
+class Secret(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Secret"):
+    api_version: str = "v1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    type: str = ""
+    data: dict[str, str] = {}
+
+
+class NetworkPolicy(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="NetworkPolicy"
+):
+    api_version: str = "networking.k8s.io/v1"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: dict[str, Any] = {}
+
+
+SimObject = KubeObject | Job | Command | Deployment | Service | ConfigMap | HyperNode
 """Everything the simulator reads from users' YAML."""

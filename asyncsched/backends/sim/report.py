@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from asyncsched.api import GROUP_NAME_ANNOTATION
+from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queue
+from asyncsched.backends.sim.recorder import queue_of
 from asyncsched.backends.sim.simulation import Outcome, Simulation
 from asyncsched.controllers.job import owning_job
 
@@ -127,10 +128,16 @@ def _stats(values: list[float]) -> str:
 
 
 def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
+    store = sim.store
+    recorder = sim.recorder
+    recorder.usage.advance(outcome.end)
+    pods = store.list(Pod)
+    podgroups = store.list(PodGroup)
     members: dict[str, list[str]] = {}
     foreign = 0
-    for key, pod in sim.pods.items():
-        if not sim.cache.is_ours(pod):
+    names = sim.scheduler.cache.scheduler_names
+    for key, pod in pods.items():
+        if pod.spec.scheduler_name not in names:
             foreign += 1
             continue
         if owning_job(pod) is not None:
@@ -138,45 +145,39 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
         group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
         job = f"{pod.metadata.namespace}/{group}" if group else key
         members.setdefault(job, []).append(key)
-    for key, podgroup in sim.podgroups.items():
+    for key, podgroup in podgroups.items():
         if any(r.kind == "Job" for r in podgroup.metadata.owner_references):
             continue
         members.setdefault(key, [])
     jobs = []
+    records = recorder.pods
     for job, keys in sorted(members.items()):
-        pg = sim.podgroups.get(job)
+        pg = podgroups.get(job)
         min_member = pg.spec.min_member if pg is not None else 1
-        bound = sorted(sim.bound_at[k] for k in keys if k in sim.bound_at)
+        bound = sorted(b for k in keys if (b := records[k].bound) is not None)
         started = bound[min_member - 1] if min_member and len(bound) >= min_member else None
-        finished = [sim.finished_at.get(k) for k in keys]
+        finished = [records[k].finished for k in keys]
         completed = (
             max(f for f in finished if f is not None)
             if keys and all(f is not None for f in finished)
             else None
         )
-        queue = pg.spec.queue if pg is not None else sim.queue_of(sim.pods[keys[0]])
-        jobs.append(
-            JobSummary(
-                job,
-                queue,
-                len(keys),
-                min_member,
-                sim.submitted_at.get(job, min((sim.submitted_at[k] for k in keys), default=0.0)),
-                started,
-                completed,
-            )
+        queue = pg.spec.queue if pg is not None else queue_of(store, pods[keys[0]])
+        submitted = recorder.podgroups_submitted.get(
+            job, min((records[k].submitted for k in keys), default=0.0)
         )
+        jobs.append(JobSummary(job, queue, len(keys), min_member, submitted, started, completed))
     waits = [j.started - j.submitted for j in jobs if j.started is not None]
     loaded = sim.config.current.configuration
     return SimReport(
         outcome=outcome,
-        nodes=len(sim.nodes),
-        pods=len(sim.pods),
+        nodes=len(store.list(Node)),
+        pods=len(pods),
         foreign_pods=foreign,
         jobs=jobs,
-        utilization=sim.usage.utilization(outcome.end),
-        queue_usage=sim.usage.queue_integral,
-        queue_weights={name: q.spec.weight for name, q in sim.queues.items()},
+        utilization=recorder.usage.utilization(outcome.end),
+        queue_usage=recorder.usage.queue_integral,
+        queue_weights={name: q.spec.weight for name, q in store.list(Queue).items()},
         config_name=sim.config.name,
         actions=loaded.actions,
         waits=waits,
@@ -186,10 +187,10 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
 
 def _volcano_jobs(sim: Simulation) -> list[VolcanoJobSummary]:
     out = []
-    ctl = sim.controllers
-    for key, record in sorted(ctl.records.items()):
-        job = ctl.jobs.get(key)
-        queue = job.spec.queue if job is not None else ""
+    for key, record in sorted(sim.recorder.jobs.items()):
+        job = sim.store.get(Job, key)
+        last = record.last
+        queue = last.spec.queue if last is not None else ""
         if record.refused:
             phase, reason, retries = "Refused", record.refused, 0
         elif job is None:
@@ -197,6 +198,6 @@ def _volcano_jobs(sim: Simulation) -> list[VolcanoJobSummary]:
         else:
             state = job.status.state
             phase, reason, retries = state.phase or "Pending", state.reason, job.status.retry_count
-        last = record.phases[-1][0] if record.phases else None
-        out.append(VolcanoJobSummary(key, queue, phase, retries, record.submitted, last, reason))
+        when = record.phases[-1][0] if record.phases else None
+        out.append(VolcanoJobSummary(key, queue, phase, retries, record.submitted, when, reason))
     return out

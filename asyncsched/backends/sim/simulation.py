@@ -1,51 +1,74 @@
-"""The in-memory cluster: a virtual clock, simulated kubelets, and the real scheduling core.
+"""The in-memory cluster: a virtual clock, the simulated API server, and what runs on it.
 
-Deterministic: the same manifests and configuration give the same events.
-A session runs whenever something changed (coalescing everything that
-happened at one instant) and, while sessions keep deciding, once more every
-schedule period, as Volcano's loop does.
+``Simulation`` composes the parts as a cluster is composed: the object store
+(the API server) at the bottom; the scheduler, the Job, PodGroup, Queue,
+Deployment and ReplicaSet controllers, the kubelets and the garbage collector
+above it, each reading and writing only through the store; the recorder
+watching everything. Deterministic: the same manifests and configuration give
+the same events.
+
+A session runs whenever something changed that it may decide on (coalescing
+everything that happened at one instant, after the controllers have settled)
+and, while sessions keep deciding, once more every schedule period, as
+Volcano's loop does.
 """
 
 from __future__ import annotations
 
-import heapq
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
-from asyncsched.api import (
-    Command,
-    Job,
-    Node,
-    Pod,
-    PodGroup,
-    PriorityClass,
-    Queue,
-)
-from asyncsched.api.core import ConfigMap
-from asyncsched.api.volcano import PodGroupStatus
+from asyncsched.api import GROUP_NAME_ANNOTATION, Pod, PodGroup
 from asyncsched.backends.config_source import ConfigSource
-from asyncsched.backends.sim.cluster import SimCluster, SimEvent, job_name
-from asyncsched.backends.sim.controllers import EPOCH
+from asyncsched.backends.sim.agenda import Agenda
+from asyncsched.backends.sim.gc import GarbageCollector
+from asyncsched.backends.sim.inspect import list_objects
+from asyncsched.backends.sim.jobs import JobController
+from asyncsched.backends.sim.kubelet import Kubelets
 from asyncsched.backends.sim.manifests import Manifest
-from asyncsched.backends.sim.objects import Deployment, Service
+from asyncsched.backends.sim.objects import Deployment
+from asyncsched.backends.sim.podgroups import PodGroupController
+from asyncsched.backends.sim.queues import QueueController
+from asyncsched.backends.sim.recorder import USER, Recorder, SimEvent
+from asyncsched.backends.sim.replicasets import DeploymentController, ReplicaSetController
+from asyncsched.backends.sim.scheduler import SimScheduler
+from asyncsched.backends.sim.store import AlreadyExists, ObjectStore, Refused, key_of
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
-from asyncsched.framework import SessionResult, run_session
-from asyncsched.model.node import node_allocatable
-from asyncsched.model.task import pod_requests
-from asyncsched.model.timestamps import format_timestamp
+from asyncsched.controllers.job import seeded_key_factory
 
-__all__ = ["Outcome", "SimEvent", "Simulation"]
+__all__ = ["Outcome", "SimEvent", "Simulation", "Stuck"]
 
 log = logging.getLogger(__name__)
 
-_EPOCH = EPOCH
 _SESSIONS_PER_INSTANT = 10
 """Sessions at one instant before the next waits a period (a controller that keeps
 creating pods must not stall the clock)."""
+_SETTLE_ROUNDS = 1000
+"""Rounds of watch delivery and controller work at one instant before giving up on it."""
+KEY_SEED = "asyncsched-simulate"
+"""ssh plugin keys derive from this and the Job's name: the same on every run."""
+
+
+class Controller(Protocol):
+    def sync(self) -> bool:
+        """Do the work the watch events since the last call asked for; True if any."""
+
+
+@dataclass(frozen=True)
+class Stuck:
+    """Pods that never ran, and why: a gang (PodGroup) or a lone pod."""
+
+    kind: str
+    """``PodGroup`` or ``Pod``."""
+    name: str
+    """``namespace/name``."""
+    pods: int
+    reason: str
 
 
 @dataclass
@@ -55,14 +78,16 @@ class Outcome:
     end: float
     reason: str
     """'done' (every pod finished), 'settled' (the rest run with no end), 'until',
-    'deadlock' (running pods wait for their groups forever) or 'stuck' (pods pending
-    that nothing will ever free room for)."""
+    'deadlock' (running pods wait for their groups forever), 'stuck' (pods pending
+    that nothing will ever free room for) or 'interrupted'."""
     message: str
     sessions: int
     config_errors: list[str] = field(default_factory=list)
+    stuck: list[Stuck] = field(default_factory=list)
+    """Every gang and lone pod still waiting when the run ended (deadlock or stuck)."""
 
 
-class Simulation(SimCluster):
+class Simulation:
     """Runs manifests through the scheduling core on a virtual clock."""
 
     def __init__(
@@ -74,297 +99,202 @@ class Simulation(SimCluster):
         period: float = 1.0,
         on_event: Callable[[SimEvent], None] | None = None,
     ) -> None:
-        super().__init__(scheduler_names, on_event)
         self.config = config
         self.period = period
+        self.agenda = Agenda()
+        clock = self._clock
+        self.store = ObjectStore(clock)
+        self.recorder = Recorder(self.store, clock, on_event)
+        self.scheduler = SimScheduler(self.store, config, scheduler_names)
+        self.kubelets = Kubelets(self.store, self.agenda)
+        self.controllers: list[Controller] = [
+            DeploymentController(self.store),
+            ReplicaSetController(self.store),
+            PodGroupController(self.store, scheduler_names),
+            JobController(self.store, self.agenda, seeded_key_factory(KEY_SEED)),
+            QueueController(self.store),
+            GarbageCollector(self.store),
+            self.kubelets,
+        ]
+        self.unsettled = 0
+        """Instants at which the controllers never stopped working (a bug if not 0)."""
         self._session_due: float | None = None
-        self.sessions = 0
-        self.config_errors: list[str] = []
-        self._last_reason: dict[str, str] = {}
         self._instant = (-1.0, 0)
         for manifest in manifests:
-            self.push(manifest.submit_at, "submit", manifest.obj)
+            self.agenda.at(manifest.submit_at, functools.partial(self._submit, manifest.obj))
+
+    def _clock(self) -> float:
+        return self.agenda.now
+
+    @property
+    def now(self) -> float:
+        return self.agenda.now
+
+    @property
+    def sessions(self) -> int:
+        return self.scheduler.sessions
+
+    @property
+    def config_errors(self) -> list[str]:
+        return self.scheduler.config_errors
+
+    @property
+    def events(self) -> list[SimEvent]:
+        return self.recorder.events
+
+    @property
+    def bound_at(self) -> Mapping[str, float]:
+        """When each pod (by ``namespace/name``) was last bound."""
+        return {k: r.bound for k, r in self.recorder.pods.items() if r.bound is not None}
+
+    def objects(self, kind: str) -> dict[str, dict[str, Any]]:
+        """Every live object of ``kind`` as the API would show it, by ``namespace/name``
+        (cluster-scoped kinds by name)."""
+        return list_objects(self.store, kind)
 
     # -- clock ---------------------------------------------------------------
 
-    def run(self, until: float | None = None) -> Outcome:
-        """Advance until nothing more can happen, or until virtual time ``until``."""
+    def run(
+        self, until: float | None = None, *, progress: Callable[[Simulation], None] | None = None
+    ) -> Outcome:
+        """Advance until nothing more can happen, or until virtual time ``until``.
+
+        ``progress`` is called after every instant (keep it cheap).
+        """
         while True:
-            candidates = [t for t in (self._next_event_time(), self._session_due) if t is not None]
-            if not candidates:
+            due = [t for t in (self.agenda.next_time(), self._session_due) if t is not None]
+            if not due:
                 return self._finish()
-            at = min(candidates)
+            at = min(due)
             if until is not None and at > until:
-                self._advance(until)
-                return Outcome(
-                    until,
-                    "until",
-                    f"stopped at t={until:g}s",
-                    self.sessions,
-                    list(self.config_errors),
-                )
-            self._advance(at)
-            while self._queue and self._queue[0][0] <= self.now:
-                _, _, kind, payload = heapq.heappop(self._queue)
-                self._handle(kind, payload)
-            self.controllers.settle()
-            if self._dirty or (self._session_due is not None and self._session_due <= self.now):
-                self._session()
-                self.controllers.settle()
-                if self._dirty:
+                self.agenda.advance(until)
+                return self._outcome("until", f"stopped at t={until:g}s")
+            self.agenda.advance(at)
+            self.agenda.fire_due()
+            self._settle()
+            scheduler = self.scheduler
+            if scheduler.dirty or (self._session_due is not None and self._session_due <= at):
+                self._session_due = None
+                if scheduler.session(at):
+                    self._session_due = at + self.period
+                self._settle()
+                if scheduler.dirty:
                     self._again()
+            if progress is not None:
+                progress(self)
 
     def _again(self) -> None:
         """Controllers changed what the scheduler sees: another session, at once if we may."""
         at, count = self._instant
-        count = count + 1 if at == self.now else 1
-        self._instant = (self.now, count)
-        due = self.now if count < _SESSIONS_PER_INSTANT else self.now + self.period
+        now = self.agenda.now
+        count = count + 1 if at == now else 1
+        self._instant = (now, count)
+        due = now if count < _SESSIONS_PER_INSTANT else now + self.period
         self._session_due = due if self._session_due is None else min(self._session_due, due)
 
-    def _next_event_time(self) -> float | None:
-        return self._queue[0][0] if self._queue else None
-
-    def _advance(self, at: float) -> None:
-        self.usage.advance(at)
-        self.now = at
-
-    # -- events --------------------------------------------------------------
-
-    def _handle(self, kind: str, payload: Any) -> None:
-        if kind == "submit":
-            self._submit(payload)
-        elif kind == "complete":
-            key, serial, version = payload
-            run = self.progress.runs.get(key)
-            if (
-                run is not None
-                and run.serial == serial
-                and run.version == version
-                and run.progressing_since is not None
-            ):
-                if run.fails:
-                    self._fail(key)
-                else:
-                    self._complete(key)
-        else:
-            self.controllers.fire(kind, payload)
+    def _settle(self) -> None:
+        """Deliver watch events and let every controller work until nothing moves."""
+        store = self.store
+        for _ in range(_SETTLE_ROUNDS):
+            store.deliver()
+            worked = False
+            for controller in self.controllers:
+                worked |= controller.sync()
+            if not worked and not store.pending():
+                return
+        self.unsettled += 1
+        log.error("t=%gs: controllers did not settle after %d rounds", self.now, _SETTLE_ROUNDS)
 
     def _submit(self, obj: Any) -> None:
-        if isinstance(obj, Pod):
-            self.add_pod(obj)
-            return
-        if isinstance(obj, PodGroup):
-            self.add_podgroup(obj)
-            return
+        """A user's ``kubectl apply``: create, or update a Deployment that exists."""
+        store = self.store
         if isinstance(obj, Deployment):
-            self.controllers.replicasets.submit(obj)
-            return
-        obj = self._stamp(obj)
-        meta = obj.metadata
-        if isinstance(obj, Job):
-            self.controllers.submit_job(obj)
-            return
-        if isinstance(obj, Command):
-            self.controllers.add_command(obj)
-            return
-        if isinstance(obj, Service | ConfigMap):
-            self.controllers.add_object(type(obj).__name__, msgspec.to_builtins(obj))
-            return
-        self._dirty = True
-        if isinstance(obj, Node):
-            self.nodes[meta.name] = obj
-            self.cache.upsert_node(obj)
-            self.usage.add_capacity(node_allocatable(obj)[0])
-        elif isinstance(obj, Queue):
-            self.queues[meta.name] = obj
-            self.cache.upsert_queue(obj)
-            self.controllers.podgroups_changed()
-        elif isinstance(obj, PriorityClass):
-            self.cache.upsert_priority_class(obj)
-        self.emit("submitted", type(obj).__name__, meta.namespace, meta.name)
-
-    def _complete(self, key: str) -> None:
-        self._end_pod(key, "Succeeded", "completed", "")
-        self.finished_at[key] = self.now
-
-    def _end_pod(self, key: str, phase: str, event: str, reason: str, exit_code: int = 0) -> None:
-        """The pod's container finished for good: its resources free, its group and Job told."""
-        pod = self.pods[key]
-        ended = msgspec.structs.replace(
-            pod, status=msgspec.structs.replace(pod.status, phase=phase)
-        )
-        self._set_pod(key, ended)
-        self.usage.stop(key)
-        self.emit(
-            event,
-            "Pod",
-            pod.metadata.namespace,
-            pod.metadata.name,
-            node=pod.spec.node_name,
-            job=job_name(pod),
-            reason=reason,
-        )
-        self._schedule_completions(self.progress.finish(key, self.now))
-        self._dirty = True
-        self.controllers.pod_changed(pod, ended, exit_code=exit_code)
-
-    def _fail(self, key: str) -> None:
-        """The container exits non-zero: Never fails the pod; OnFailure and Always restart
-        the container in place, as the kubelet does (the pod stays Running)."""
-        pod = self.pods[key]
-        meta = pod.metadata
-        code = self._exit_codes.get(key, 1)
-        policy = pod.spec.restart_policy or "Always"
-        if policy in ("OnFailure", "Always"):
-            self.emit(
-                "restarted",
-                "Pod",
-                meta.namespace,
-                meta.name,
-                node=pod.spec.node_name,
-                job=job_name(pod),
-                reason=f"container exited with code {code}; restartPolicy {policy}",
-            )
-            self._schedule_completions(self.progress.restart(key, self.now))
-            return
-        self._end_pod(key, "Failed", "failed", f"container exited with code {code}", code)
-        self.failed_at[key] = self.now
-
-    # -- sessions --------------------------------------------------------------
-
-    def _session(self) -> None:
-        self._dirty = False
-        self._session_due = None
-        reload = self.config.poll()
-        if reload.error:
-            self.config_errors.append(reload.error)
-        self.sessions += 1
-        snapshot = self.cache.snapshot(now=self.now)
-        result, _ = run_session(snapshot, self.config.current, uid=f"session-{self.sessions}")
-        if self._apply(result):
-            self._session_due = self.now + self.period
-
-    def _apply(self, result: SessionResult) -> bool:
-        """Carry out a session's decisions; True if anything changed."""
-        changed = False
-        for failure in result.failures:
-            log.error(
-                "t=%gs plugin %s failed in %s: %s",
-                self.now,
-                failure.plugin,
-                failure.hook,
-                failure.error,
-            )
-        for update in result.podgroups:
-            changed |= self._update_podgroup(update.job, update.phase, update)
-        for bind in result.binds:
-            changed |= self._bind(bind.uid, bind.node)
-        for eviction in result.evictions:
-            changed |= self._evict(eviction.uid, eviction.reason)
-        for note in result.unschedulable:
-            if self._last_reason.get(note.uid) != note.message and note.uid in self.pods:
-                self._last_reason[note.uid] = note.message
-                pod = self.pods[note.uid]
-                self.emit(
-                    "unschedulable",
-                    "Pod",
-                    pod.metadata.namespace,
-                    pod.metadata.name,
-                    job=job_name(pod),
-                    reason=note.message,
+            current = store.get(Deployment, key_of(obj))
+            if current is not None:
+                meta = msgspec.structs.replace(
+                    current.metadata,
+                    labels=obj.metadata.labels,
+                    annotations=obj.metadata.annotations,
                 )
-        return changed
-
-    def _update_podgroup(self, key: str, phase: str, update: Any) -> bool:
-        pg = self.podgroups.get(key)
-        if pg is None:
-            return False
-        status = PodGroupStatus(
-            phase=phase,
-            conditions=list(update.conditions),
-            running=update.running,
-            succeeded=update.succeeded,
-            failed=update.failed,
-        )
-        if status == pg.status:
-            return False
-        moved = status.phase != pg.status.phase
-        pg = msgspec.structs.replace(pg, status=status)
-        self.podgroups[key] = pg
-        self.cache.upsert_podgroup(pg)
-        self.controllers.podgroup_changed(pg)
-        if moved:
-            self.emit(
-                "phase",
-                "PodGroup",
-                pg.metadata.namespace,
-                pg.metadata.name,
-                job=pg.metadata.name,
-                phase=phase,
-            )
-        return moved
-
-    def _bind(self, key: str, node: str) -> bool:
-        pod = self.pods.get(key)
-        if pod is None or pod.spec.node_name or node not in self.nodes:
-            self.cache.bind_failed(key)
-            return False
-        self.cache.mark_binding(key, node)
-        bound = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))
-        self._set_pod(key, bound)
-        self.bound_at[key] = self.now
-        job = job_name(pod)
-        self.usage.start(key, pod_requests(pod)[0], self.queue_of(pod))
-        self.emit("bound", "Pod", pod.metadata.namespace, pod.metadata.name, node=node, job=job)
-        running = msgspec.structs.replace(
-            bound,
-            status=msgspec.structs.replace(
-                bound.status, phase="Running", start_time=format_timestamp(_EPOCH + self.now)
-            ),
-        )
-        self._set_pod(key, running)
-        self.emit("started", "Pod", pod.metadata.namespace, pod.metadata.name, node=node, job=job)
-        self._schedule_completions(self.progress.start(key, self.now))
-        self.controllers.pod_changed(pod, running)
-        return True
-
-    def _evict(self, key: str, reason: str) -> bool:
-        return self.remove_pod(key, "evicted", reason)
+                store.update(
+                    msgspec.structs.replace(current, metadata=meta, spec=obj.spec), actor=USER
+                )
+                return
+        try:
+            store.create(obj, actor=USER)
+        except (Refused, AlreadyExists) as exc:
+            meta = obj.metadata
+            self.recorder.refused(type(obj).__name__, meta.namespace, meta.name, str(exc))
 
     # -- the end -----------------------------------------------------------------
 
-    def _finish(self) -> Outcome:
-        blocked = self.progress.blocked()
-        pending = [
-            k for k, p in self.pods.items() if not p.spec.node_name and self.cache.is_ours(p)
+    def _outcome(self, reason: str, message: str) -> Outcome:
+        return Outcome(
+            self.now,
+            reason,
+            message,
+            self.sessions,
+            list(self.config_errors),
+            self.waiting(),
+        )
+
+    def waiting(self) -> list[Stuck]:
+        """Every gang and lone pod of ours with pods not bound, with the reason they wait."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        names = self.scheduler.cache.scheduler_names
+        for key, pod in self.store.list(Pod).items():
+            if pod.spec.node_name or pod.spec.scheduler_name not in names:
+                continue
+            group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+            where = ("PodGroup", f"{pod.metadata.namespace}/{group}") if group else ("Pod", key)
+            groups.setdefault(where, []).append(key)
+        return [
+            Stuck(kind, name, len(keys), self._why(kind, name, keys))
+            for (kind, name), keys in sorted(groups.items(), key=lambda kv: kv[0][1])
         ]
+
+    def _why(self, kind: str, name: str, keys: list[str]) -> str:
+        reasons = self.scheduler.reasons
+        found = next((reasons[k] for k in sorted(keys) if k in reasons), "")
+        if found:
+            return found
+        if kind == "PodGroup":
+            pg = self.store.get(PodGroup, name)
+            if pg is None:
+                return "its PodGroup does not exist"
+            for condition in pg.status.conditions:
+                if condition.type == "Unschedulable" and condition.status == "True":
+                    return condition.message or condition.reason
+            if pg.status.phase == "Pending":
+                return f"PodGroup {name} was never admitted (phase Pending, queue {pg.spec.queue})"
+        return "no session ever considered it"
+
+    def _finish(self) -> Outcome:
+        blocked = self.kubelets.progress.blocked()
+        waiting = self.waiting()
+        pending = sum(s.pods for s in waiting)
         if blocked:
             groups = sorted({r.group.split("/", 1)[1] for r in blocked})
             shown = ", ".join(groups[:5]) + (", ..." if len(groups) > 5 else "")
-            message = (
+            return self._outcome(
+                "deadlock",
                 f"deadlock at t={self.now:g}s: {len(blocked)} running pods wait for the "
-                f"rest of their groups ({shown}) and {len(pending)} pods are pending; "
-                f"nothing can progress"
+                f"rest of their groups ({shown}) and {pending} pods are pending; "
+                "nothing can progress",
             )
-            return Outcome(self.now, "deadlock", message, self.sessions, list(self.config_errors))
-        if pending:
-            message = (
-                f"stuck at t={self.now:g}s: {len(pending)} pods can never be scheduled "
-                f"with what is running now"
+        if waiting:
+            return self._outcome(
+                "stuck",
+                f"stuck at t={self.now:g}s: {pending} pods in {len(waiting)} gangs or lone pods "
+                "can never be scheduled with what is running now",
             )
-            return Outcome(self.now, "stuck", message, self.sessions, list(self.config_errors))
-        endless = sum(1 for r in self.progress.runs.values() if r.running and r.remaining is None)
-        if endless:
-            message = (
-                f"settled at t={self.now:g}s: {endless} pods keep running "
-                f"(no duration set), none pending"
-            )
-            return Outcome(self.now, "settled", message, self.sessions, list(self.config_errors))
-        return Outcome(
-            self.now,
-            "done",
-            f"all work done at t={self.now:g}s",
-            self.sessions,
-            list(self.config_errors),
+        endless = sum(
+            1 for r in self.kubelets.progress.runs.values() if r.running and r.remaining is None
         )
+        if endless:
+            return self._outcome(
+                "settled",
+                f"settled at t={self.now:g}s: {endless} pods keep running "
+                "(no duration set), none pending",
+            )
+        return self._outcome("done", f"all work done at t={self.now:g}s")

@@ -13,7 +13,7 @@ from asyncsched.api.core import Pod
 from asyncsched.controllers.job import keys
 from asyncsched.controllers.job.actions import Request
 
-__all__ = ["owning_job", "pod_request"]
+__all__ = ["exit_code_of", "owning_job", "pod_request"]
 
 
 def owning_job(pod: Pod) -> tuple[str, str] | None:
@@ -88,3 +88,12 @@ def _task_completed(job: Job, task: str, pods: Iterable[Pod]) -> bool:
         if p.metadata.annotations.get(keys.TASK_SPEC) == task and p.status.phase == "Succeeded"
     )
     return done >= replicas
+
+
+def exit_code_of(pod: Pod) -> int:
+    """The first non-zero exit code among the pod's terminated containers (0 when none)."""
+    for status in pod.status.container_statuses:
+        terminated = status.state.terminated
+        if terminated is not None and terminated.exit_code:
+            return terminated.exit_code
+    return 0

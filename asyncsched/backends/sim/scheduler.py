@@ -1,0 +1,200 @@
+"""The scheduler in the simulator: the real cache and core, fed by the store's watches.
+
+Watch events go into the same ClusterCache the kube backend keeps; a session
+runs on its snapshot; its decisions are carried out through the store as the
+API server would take them: a bind sets the pod's nodeName (if the pod is
+still the one decided on, and unbound), an eviction deletes the pod, a
+PodGroup status is written, a pod that cannot be placed gets a
+FailedScheduling Event.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+
+from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api.topology import HyperNode
+from asyncsched.api.volcano import PodGroupStatus
+from asyncsched.backends.config_source import ConfigSource
+from asyncsched.backends.sim.store import Note, ObjectStore, WatchEvent
+from asyncsched.cache import ClusterCache
+from asyncsched.framework import SessionResult, run_session
+from asyncsched.framework.results import Bind, Eviction, PodGroupUpdate, TaskUnschedulable
+from asyncsched.model import TaskStatus
+
+__all__ = ["SCHEDULER", "SimScheduler"]
+
+log = logging.getLogger(__name__)
+
+SCHEDULER = "scheduler"
+_ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+"""Statuses between which a pod's moves change nothing a session decides on."""
+
+
+class SimScheduler:
+    """One scheduler replica over the simulated API server."""
+
+    def __init__(
+        self, store: ObjectStore, config: ConfigSource, scheduler_names: tuple[str, ...]
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.cache = ClusterCache(scheduler_names)
+        self.dirty = False
+        """Something changed that a session may decide differently on."""
+        self.sessions = 0
+        self.config_errors: list[str] = []
+        self.reasons: dict[str, str] = {}
+        """The last reason given for each pod it could not place, by key."""
+        store.watch((Pod,), self._pod)
+        store.watch((Node,), self._node)
+        store.watch((PodGroup,), self._podgroup)
+        store.watch((Queue,), self._queue)
+        store.watch((PriorityClass,), self._priority_class)
+        store.watch((HyperNode,), self._hypernode)
+
+    # -- watch events into the cache ---------------------------------------------
+
+    def _pod(self, change: WatchEvent) -> None:
+        pod: Pod = change.obj
+        cache = self.cache
+        key = change.key
+        if change.event == "DELETED":
+            cache.delete_pod(pod.metadata.namespace, pod.metadata.name)
+            self.dirty = True
+            return
+        before = cache.tasks.get(key)
+        cache.upsert_pod(pod)
+        after = cache.tasks.get(key)
+        if (
+            before is None
+            or after is None
+            or before.status not in _ON_NODE_ALIVE
+            or after.status not in _ON_NODE_ALIVE
+            or before.node_name != after.node_name
+            or before.job != after.job
+        ):
+            self.dirty = True
+
+    def _node(self, change: WatchEvent) -> None:
+        if change.event == "DELETED":
+            self.cache.delete_node(change.key)
+        else:
+            self.cache.upsert_node(change.obj)
+        self.dirty = True
+
+    def _podgroup(self, change: WatchEvent) -> None:
+        pg: PodGroup = change.obj
+        if change.event == "DELETED":
+            self.cache.delete_podgroup(pg.metadata.namespace, pg.metadata.name)
+        else:
+            self.cache.upsert_podgroup(pg)
+        if change.actor != SCHEDULER:
+            self.dirty = True
+
+    def _queue(self, change: WatchEvent) -> None:
+        if change.event == "DELETED":
+            self.cache.delete_queue(change.key)
+        else:
+            self.cache.upsert_queue(change.obj)
+        self.dirty = True
+
+    def _priority_class(self, change: WatchEvent) -> None:
+        if change.event == "DELETED":
+            self.cache.delete_priority_class(change.key)
+        else:
+            self.cache.upsert_priority_class(change.obj)
+        self.dirty = True
+
+    def _hypernode(self, change: WatchEvent) -> None:
+        """Watched as the kube backend does; placement by network topology comes later."""
+
+    # -- sessions ----------------------------------------------------------------------
+
+    def session(self, now: float) -> bool:
+        """Run one session and carry out its decisions; True if any changed the cluster."""
+        self.dirty = False
+        reload = self.config.poll()
+        if reload.error:
+            self.config_errors.append(reload.error)
+        self.sessions += 1
+        snapshot = self.cache.snapshot(now=now)
+        result, _ = run_session(snapshot, self.config.current, uid=f"session-{self.sessions}")
+        return self._carry_out(result)
+
+    def _carry_out(self, result: SessionResult) -> bool:
+        for failure in result.failures:
+            log.error("plugin %s failed in %s: %s", failure.plugin, failure.hook, failure.error)
+        changed = False
+        for update in result.podgroups:
+            changed |= self.podgroup_status(update)
+        for bind in result.binds:
+            changed |= self.bind(bind)
+        for eviction in result.evictions:
+            changed |= self.evict(eviction)
+        for note in result.unschedulable:
+            self.unschedulable(note)
+        return changed
+
+    # -- the effects of a session ------------------------------------------------------
+
+    def bind(self, bind: Bind) -> bool:
+        """Set nodeName, as the binding subresource does: only on the pod decided on
+        (same uid), only if it is not bound yet, only to a node that exists."""
+        key = bind.uid
+        pod = self.store.get(Pod, key)
+        decided = self.cache.pods.get(key)
+        if (
+            pod is None
+            or decided is None
+            or pod.metadata.uid != decided.metadata.uid
+            or pod.spec.node_name
+            or self.store.get(Node, bind.node) is None
+            or not self.cache.mark_binding(key, bind.node)
+        ):
+            self.cache.bind_failed(key)
+            return False
+        spec = msgspec.structs.replace(pod.spec, node_name=bind.node)
+        self.store.update(msgspec.structs.replace(pod, spec=spec), actor=SCHEDULER)
+        self.reasons.pop(key, None)
+        return True
+
+    def evict(self, eviction: Eviction) -> bool:
+        gone = self.store.delete(Pod, eviction.uid, actor=SCHEDULER, reason=eviction.reason)
+        return gone is not None
+
+    def podgroup_status(self, update: PodGroupUpdate) -> bool:
+        """Write the PodGroup's status; True when its phase moved."""
+        pg = self.store.get(PodGroup, update.job)
+        if pg is None:
+            return False
+        status = PodGroupStatus(
+            phase=update.phase,
+            conditions=list(update.conditions),
+            running=update.running,
+            succeeded=update.succeeded,
+            failed=update.failed,
+        )
+        if status == pg.status:
+            return False
+        self.store.update(msgspec.structs.replace(pg, status=status), actor=SCHEDULER)
+        return status.phase != pg.status.phase
+
+    def unschedulable(self, note: TaskUnschedulable) -> None:
+        """A FailedScheduling Event, when the reason is new for that pod."""
+        if self.reasons.get(note.uid) == note.message or self.store.get(Pod, note.uid) is None:
+            return
+        self.reasons[note.uid] = note.message
+        self.store.record(
+            Note(
+                "Pod",
+                note.namespace,
+                note.name,
+                "FailedScheduling",
+                note.message,
+                SCHEDULER,
+                {"job": note.job.split("/", 1)[-1]},
+            )
+        )

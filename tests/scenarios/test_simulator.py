@@ -1,0 +1,57 @@
+"""The simulator itself holds up: objects made at one instant stay apart, every run settles."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.scenarios.harness import simulate, simulation
+
+
+def test_jobs_submitted_together_each_run_to_completion(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "jobs-together.yaml")
+
+    assert run.code == 0 and "did not settle" not in run.stderr, run.stderr
+    final = {e["name"]: e for e in run.of("phase") if e["kind"] == "Job"}
+    assert {name: e["phase"] for name, e in final.items()} == dict.fromkeys(
+        ("first", "second", "third"), "Completed"
+    )
+    assert not any("retryCount" in e for e in run.of("phase")), "nobody needed a retry"
+    assert not [e for e in run.of("deleted") if e["kind"] == "Pod"], "no Job touched another's pods"
+    bound = Counter(e["name"] for e in run.of("bound"))
+    assert bound == dict.fromkeys(
+        ("first-worker-0", "second-worker-0", "third-worker-0", "third-worker-1"), 1
+    )
+    groups = {e["name"] for e in run.of("created") if e["kind"] == "PodGroup"}
+    assert len(groups) == 3 and all(g.startswith(("first-", "second-", "third-")) for g in groups)
+    # The third Job's gang (2 cpu) waits until both one-cpu Jobs have finished.
+    assert {e["time"] for e in run.of("bound") if e["name"].startswith("third-")} == {20.0}
+
+
+def test_every_object_gets_its_own_uid() -> None:
+    sim = simulation("jobs-together.yaml")
+    uids = [
+        obj["metadata"]["uid"]
+        for kind in ("Pod", "PodGroup", "Job", "Node")
+        for obj in sim.objects(kind).values()
+    ]
+    # The finished Jobs' PodGroups are gone (Volcano deletes them); pods, Jobs, the node stay.
+    assert len(uids) == len(set(uids)) == 4 + 3 + 1
+
+
+def test_lone_pods_are_each_a_gang_of_their_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "lone-pods.yaml")
+
+    assert run.code == 0, run.stdout
+    assert "3 gangs (PodGroups and lone pods)" in run.stdout
+    assert "gangs: 3 completed" in run.stdout
+    started = sorted(e["time"] for e in run.of("started"))
+    assert started == [0.0, 0.0, 10.0], "two fit at once, each finishes alone"
+    groups = {e["job"] for e in run.of("bound")}
+    assert len(groups) == 3

@@ -12,7 +12,14 @@ from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim import ManifestError, Simulation, load_manifests, summarize
 from asyncsched.backends.sim.simulation import SimEvent
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
-from asyncsched.cli.exits import EXIT_BAD_INPUT, EXIT_DEADLOCK, EXIT_OK
+from asyncsched.cli.exits import (
+    EXIT_BAD_INPUT,
+    EXIT_DEADLOCK,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STUCK,
+)
+from asyncsched.cli.progress import Progress
 from asyncsched.framework import Registry
 
 __all__ = ["register"]
@@ -23,7 +30,9 @@ def register(commands: Any) -> None:
         "simulate",
         help="run Kubernetes/Volcano YAML through the scheduler on a virtual clock",
         description="Run manifests through the real scheduling core with no cluster. "
-        f"Exit codes: 0 ran, {EXIT_BAD_INPUT} bad input, {EXIT_DEADLOCK} deadlock.",
+        f"Exit codes: {EXIT_OK} ran, {EXIT_BAD_INPUT} bad input, {EXIT_DEADLOCK} deadlock "
+        f"(running pods wait forever for their groups), {EXIT_STUCK} stuck (pods that can "
+        f"never be placed), {EXIT_INTERRUPTED} interrupted (Ctrl-C; the summary so far).",
     )
     sim.add_argument(
         "-f",
@@ -55,6 +64,18 @@ def register(commands: Any) -> None:
         help="schedule period in virtual seconds (default 1)",
     )
 
+    sim.add_argument(
+        "--summary-json",
+        metavar="FILE",
+        help="also write the whole summary (every job, queue and stuck gang) as JSON",
+    )
+    sim.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="the summary on stdout as text (default) or as JSON",
+    )
     sim.set_defaults(func=_simulate)
 
 
@@ -76,13 +97,32 @@ def _simulate(args: argparse.Namespace) -> int:
         if out is not None:
             out.write(encoder.encode(event) + b"\n")
 
+    sim = Simulation(manifests, config, scheduler_names=names, period=args.period, on_event=write)
     try:
-        sim = Simulation(
-            manifests, config, scheduler_names=names, period=args.period, on_event=write
-        )
-        outcome = sim.run(until=args.until)
+        with Progress() as progress:
+            outcome = sim.run(until=args.until, progress=progress)
+    except KeyboardInterrupt:
+        outcome = sim.interrupted()
     finally:
         if out is not None:
             out.close()
-    print(summarize(sim, outcome).render())
-    return EXIT_DEADLOCK if outcome.reason == "deadlock" else EXIT_OK
+    report = summarize(sim, outcome)
+    if args.summary_json:
+        _write(args.summary_json, report.to_json())
+    if args.output == "json":
+        sys.stdout.buffer.write(report.to_json())
+        sys.stdout.flush()
+    else:
+        print(report.render())
+    return _EXIT_CODES.get(outcome.reason, EXIT_OK)
+
+
+_EXIT_CODES = {"deadlock": EXIT_DEADLOCK, "stuck": EXIT_STUCK, "interrupted": EXIT_INTERRUPTED}
+
+
+def _write(path: str, data: bytes) -> None:
+    try:
+        with open(path, "wb") as out:
+            out.write(data)
+    except OSError as exc:
+        raise ManifestError(f"--summary-json {path}: cannot write: {exc.strerror or exc}") from None

@@ -2,7 +2,12 @@
 
 from asyncsched.framework.arguments import ArgumentError, Arguments
 from asyncsched.framework.conf import ConfigError, SchedulerConfiguration, parse_configuration
-from asyncsched.framework.cycle import LoadedConfiguration, load_configuration, run_session
+from asyncsched.framework.cycle import (
+    LoadedConfiguration,
+    load_configuration,
+    open_session,
+    run_session,
+)
 from asyncsched.framework.hookspecs import hookimpl
 from asyncsched.framework.registry import Registry, RegistryError
 from asyncsched.framework.results import FitErrors, SessionResult
@@ -25,6 +30,7 @@ __all__ = [
     "Statement",
     "hookimpl",
     "load_configuration",
+    "open_session",
     "parse_configuration",
     "run_session",
 ]

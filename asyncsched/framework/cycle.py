@@ -26,6 +26,7 @@ __all__ = [
     "UNSCHEDULABLE",
     "LoadedConfiguration",
     "load_configuration",
+    "open_session",
     "run_session",
 ]
 
@@ -88,15 +89,22 @@ def run_session(
         return _run_session(snapshot, loaded, uid)
 
 
-def _run_session(
-    snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str
-) -> tuple[SessionResult, Session]:
+def open_session(snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str = "") -> Session:
+    """A session with every plugin opened and no action run yet (for actions, and for
+    questions such as why a pod waits)."""
     ssn = Session(snapshot, loaded.configuration, loaded.build_plugins(), uid=uid)
     for name, plugin in list(ssn.plugins.items()):
         try:
             plugin.on_session_open(ssn)
         except Exception as exc:
             ssn.plugin_failed(name, "on_session_open", exc)
+    return ssn
+
+
+def _run_session(
+    snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str
+) -> tuple[SessionResult, Session]:
+    ssn = open_session(snapshot, loaded, uid)
     for action in loaded.actions:
         try:
             action.execute(ssn)
@@ -119,9 +127,16 @@ def _report_jobs(ssn: Session) -> None:
         gang_message = (
             condition.message if condition is not None and condition.type == UNSCHEDULABLE else ""
         )
-        for task in job.tasks_in(TaskStatus.PENDING):
+        pending = job.tasks_in(TaskStatus.PENDING)
+        # Tasks of the job that were not tried this session wait for the same reason as
+        # the first one that was (Volcano gives every pending task the job's fit error).
+        job_errors = next((e for t in pending if (e := ssn.fit_errors.get(t.uid))), None)
+        for task in pending:
             errors = ssn.fit_errors.get(task.uid)
-            message = errors.message() if errors is not None else gang_message
+            if errors is not None:
+                message = errors.message()
+            else:
+                message = gang_message or (job_errors.message() if job_errors else "")
             if message:
                 ssn.result.unschedulable.append(
                     TaskUnschedulable(task.uid, task.namespace, task.name, job.uid, message)

@@ -101,3 +101,6 @@ class SessionResult:
     unschedulable: list[TaskUnschedulable] = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
     enqueued: list[str] = field(default_factory=list)
+    deserved: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per queue, the amount the queue-sharing plugin (proportion) settled on this session,
+    in stored units; empty when no such plugin runs. For metrics and reports."""

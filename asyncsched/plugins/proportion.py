@@ -260,4 +260,6 @@ class ProportionPlugin:
             attr.inqueue = attr.inqueue + minimum
 
     def on_session_close(self, ssn: Session) -> None:
-        """Nothing to report; the books stay readable for other plugins' close."""
+        """Report each queue's deserved amount; the books stay readable for other plugins."""
+        for name, attr in self.queues.items():
+            ssn.result.deserved[name] = attr.deserved.as_dict()

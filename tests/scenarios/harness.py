@@ -21,6 +21,8 @@ class Run:
     stdout: str
     stderr: str
     events: list[dict[str, Any]]
+    summary: dict[str, Any]
+    """The ``--summary-json`` document (empty when the run was refused)."""
 
     def of(self, event: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["event"] == event]
@@ -28,6 +30,17 @@ class Run:
     def placements(self) -> dict[str, str]:
         """Pod name -> node it was bound to."""
         return {e["name"]: e["node"] for e in self.of("bound")}
+
+    def job(self, name: str) -> dict[str, Any]:
+        """The summary's row for one job (``namespace/name``)."""
+        found = [j for j in self.summary["jobs"] if j["name"] == name]
+        assert len(found) == 1, f"{name} in {[j['name'] for j in self.summary['jobs']]}"
+        return found[0]
+
+    def queue(self, name: str) -> dict[str, Any]:
+        found = [q for q in self.summary["queues"] if q["name"] == name]
+        assert len(found) == 1, f"{name} in {[q['name'] for q in self.summary['queues']]}"
+        return found[0]
 
 
 def simulate(
@@ -38,7 +51,8 @@ def simulate(
     extra: list[str] | None = None,
 ) -> Run:
     out = tmp_path / "events.jsonl"
-    argv = ["simulate", "--events", str(out)]
+    summary = tmp_path / "summary.json"
+    argv = ["simulate", "--events", str(out), "--summary-json", str(summary)]
     for f in files:
         argv += ["-f", str(YAML / f) if isinstance(f, str) else str(f)]
     if config is not None:
@@ -47,7 +61,8 @@ def simulate(
     code = main(argv)
     captured = capsys.readouterr()
     events = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    return Run(code, captured.out, captured.err, events)
+    document = json.loads(summary.read_text()) if summary.exists() else {}
+    return Run(code, captured.out, captured.err, events, document)
 
 
 def simulation(*files: str, until: float | None = None) -> Simulation:

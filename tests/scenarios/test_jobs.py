@@ -29,7 +29,8 @@ def test_seed_training_job_runs_and_completes(
     assert job_phases(run, "training-job") == ["Pending", "Running", "Completing", "Completed"]
     assert run.placements() == {"training-job-worker-0": "train-0"}
     assert "volcano jobs: 1 completed" in run.stdout
-    assert "default/training-job: Completed at t=120s" in run.stdout
+    job = run.job("default/training-job")
+    assert (job["phase"], job["finished"], job["nodes"]) == ("Completed", 120.0, ["train-0"])
 
 
 def test_tensorflow_job_gets_task_indexes_and_hosts() -> None:
@@ -107,7 +108,9 @@ def test_pod_failed_restarts_the_job_until_max_retry(
         (60, "flaky-worker-1"),
     ]
     assert all("code 137" in e["reason"] for e in run.of("failed"))
-    assert "default/flaky: Failed at t=60s, 2 retries" in run.stdout
+    flaky = run.job("default/flaky")
+    assert (flaky["phase"], flaky["finished"], flaky["retries"]) == ("Failed", 60.0, 2)
+    assert "volcano jobs: 0 completed, 1 failed" in run.stdout
 
 
 def test_task_completed_completes_the_job_while_others_run(

@@ -21,6 +21,15 @@ def test_queues_weighted_one_and_three_split_the_cluster_about_one_to_three(
     assert small + large == 32, "the cluster (64 cpu) should be full of 2-cpu pods"
     assert 2.5 <= large / small <= 3.5, (small, large)
     assert "80 completed" in run.stdout
+    # The report reads 1:3 too: shares held and deserved while both queues had pods waiting.
+    assert run.summary["contended_time"] == 100.0
+    for name, share in (("team-small", 0.25), ("team-large", 0.75)):
+        queue = run.queue(name)
+        assert queue["held_share"] == pytest.approx(share), queue
+        assert queue["deserved_share"] == pytest.approx(share), queue
+    table = run.stdout.split("queues (", 1)[1]
+    assert "team-large            3     75.0%   75.0%" in table
+    assert "team-small            1     25.0%   25.0%" in table
 
 
 def test_higher_priority_class_goes_first_within_a_queue(

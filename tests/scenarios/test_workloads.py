@@ -146,6 +146,8 @@ def test_job_submitted_to_a_closed_queue_is_refused_and_leaves_nothing(
     assert "queue 'batch' is Closed" in refused[0]["reason"]
     assert [e for e in run.events if e["kind"] in ("Pod", "PodGroup")] == []
     assert not [e for e in run.of("submitted") if e["kind"] == "Job"]
-    assert "1 refused" in run.stdout and "default/late: Refused" in run.stdout
+    late = run.job("default/late")
+    assert late["phase"] == "Refused" and "queue 'batch' is Closed" in late["reason"]
+    assert "1 refused" in run.stdout
     queue_phases = [e["phase"] for e in run.of("phase") if e["kind"] == "Queue"]
     assert queue_phases == ["Closed"]

@@ -8,7 +8,7 @@ phase...). It changes nothing in the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,11 +17,23 @@ from asyncsched.api.core import ContainerStatus
 from asyncsched.backends.sim.objects import Deployment
 from asyncsched.backends.sim.store import KINDS, Note, ObjectStore, WatchEvent
 from asyncsched.backends.sim.usage import UsageMeter
+from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 from asyncsched.cache.cluster_cache import QUEUE_NAME_ANNOTATION
+from asyncsched.controllers.job import owning_job
+from asyncsched.framework import SessionResult
+from asyncsched.model import Resource
 from asyncsched.model.node import node_allocatable
 from asyncsched.model.task import pod_requests
 
-__all__ = ["JobRecord", "PodRecord", "Recorder", "SimEvent", "job_name", "queue_of"]
+__all__ = [
+    "JobRecord",
+    "PodRecord",
+    "Recorder",
+    "SimEvent",
+    "job_name",
+    "queue_of",
+    "shown_as",
+]
 
 SimEvent = dict[str, Any]
 USER = "user"
@@ -47,6 +59,8 @@ class PodRecord:
     submitted: float
     job: str
     """The PodGroup (or, until it has one, the pod's own name)."""
+    owner: str = ""
+    """``namespace/name`` of the Volcano Job that made it, if one did."""
     queue: str = ""
     bound: float | None = None
     node: str = ""
@@ -60,6 +74,18 @@ class PodRecord:
 
 def job_name(pod: Pod) -> str:
     return pod.metadata.annotations.get(GROUP_NAME_ANNOTATION) or pod.metadata.name
+
+
+def shown_as(pg: PodGroup | None, group: str) -> tuple[str, str]:
+    """How users know a group: one the PodGroup controller made for a lone pod or a
+    ReplicaSet is shown as that pod or ReplicaSet; others as the PodGroup (``group`` is
+    its ``namespace/name``; a group with no PodGroup is a lone pod's own)."""
+    if pg is None:
+        return "Pod", group
+    owner = next((r for r in pg.metadata.owner_references if r.controller), None)
+    if owner is not None and owner.kind in ("Pod", "ReplicaSet"):
+        return owner.kind, f"{pg.metadata.namespace}/{owner.name}"
+    return "PodGroup", group
 
 
 def queue_of(store: ObjectStore, pod: Pod) -> str:
@@ -78,9 +104,15 @@ class Recorder:
         store: ObjectStore,
         clock: Callable[[], float],
         on_event: Callable[[SimEvent], None] | None = None,
+        scheduler_names: Container[str] = DEFAULT_SCHEDULER_NAMES,
     ) -> None:
         self.store = store
         self.clock = clock
+        self.scheduler_names = scheduler_names
+        self.waiting = 0
+        """Pods of ours not bound yet."""
+        self.ended = 0
+        """Pods that succeeded or failed so far."""
         self.events: list[SimEvent] = []
         self.on_event = on_event
         self.pods: dict[str, PodRecord] = {}
@@ -104,6 +136,15 @@ class Recorder:
         self.events.append(record)
         if self.on_event is not None:
             self.on_event(record)
+
+    def session(self, result: SessionResult) -> None:
+        """What a session settled on that the store does not show: each queue's deserved."""
+        self.usage.advance(self.clock())
+        self.usage.set_deserved({q: Resource(d) for q, d in result.deserved.items()})
+
+    def _waiting(self, record: PodRecord, delta: int) -> None:
+        self.waiting += delta
+        self.usage.waiting(self.clock(), record.queue, delta)
 
     # -- Kubernetes Events -----------------------------------------------------------
 
@@ -145,16 +186,27 @@ class Recorder:
         meta = pod.metadata
         key = change.key
         job = job_name(pod)
+        ours = pod.spec.scheduler_name in self.scheduler_names
+        node = pod.spec.node_name
         if change.event == "ADDED":
-            self.pods[key] = PodRecord(submitted=self.clock(), job=job)
+            owner = owning_job(pod)
+            record = self.pods[key] = PodRecord(
+                submitted=self.clock(),
+                job=job,
+                owner=f"{meta.namespace}/{owner[0]}" if owner is not None else "",
+                queue=queue_of(self.store, pod),
+            )
+            if ours and not node:
+                self._waiting(record, +1)
             event = "submitted" if change.actor == USER else "created"
             self.emit(event, "Pod", meta.namespace, meta.name, job=job)
             return
         record = self.pods[key]
         record.job = job
-        node = pod.spec.node_name
         if change.event == "DELETED":
             record.deleted = self.clock()
+            if ours and not node:
+                self._waiting(record, -1)
             self._stop(key)
             event = "evicted" if change.actor == "scheduler" else "deleted"
             self.emit(event, "Pod", meta.namespace, meta.name, node=node, job=job,
@@ -163,6 +215,8 @@ class Recorder:
         old: Pod = change.old
         if node and not old.spec.node_name:
             record.bound, record.node = self.clock(), node
+            if ours:
+                self._waiting(record, -1)
             self.emit("bound", "Pod", meta.namespace, meta.name, node=node, job=job)
         phase, before = pod.status.phase, old.status.phase
         restarts = _restarts(pod.status.container_statuses)
@@ -178,10 +232,12 @@ class Recorder:
             self._start(key, pod)
             self.emit("started", "Pod", meta.namespace, meta.name, node=node, job=job)
         elif phase == "Succeeded":
+            self.ended += 1
             record.finished = self.clock()
             self._stop(key)
             self.emit("completed", "Pod", meta.namespace, meta.name, node=node, job=job)
         elif phase == "Failed":
+            self.ended += 1
             record.failed = self.clock()
             self._stop(key)
             code = _exit_code(pod.status.container_statuses, last=False)
@@ -190,7 +246,6 @@ class Recorder:
 
     def _start(self, key: str, pod: Pod) -> None:
         record = self.pods[key]
-        record.queue = queue_of(self.store, pod)
         self._running.add(key)
         self.usage.advance(self.clock())
         self.usage.start(key, pod_requests(pod)[0], record.queue)

@@ -1,203 +1,372 @@
-"""The simulation's summary: jobs finished, how long they waited, how full the cluster was."""
+"""The simulation's summary: what ran, how long it waited, who held the cluster, what is stuck.
+
+``summarize`` reads the recorder's facts and the store at the end of a run;
+``SimReport.render`` is the text people read, ``SimReport.to_json`` the whole
+of it for tools (every job, every queue, every stuck gang).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import msgspec
+
 from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queue
-from asyncsched.backends.sim.recorder import queue_of
-from asyncsched.backends.sim.simulation import Outcome, Simulation
-from asyncsched.controllers.job import owning_job
+from asyncsched.api.quantity import format_units
+from asyncsched.backends.sim.recorder import JobRecord, PodRecord, queue_of, shown_as
+from asyncsched.backends.sim.simulation import Outcome, Simulation, Stuck
+from asyncsched.backends.sim.usage import GPU
 
-__all__ = ["JobSummary", "SimReport", "VolcanoJobSummary", "summarize"]
+__all__ = ["JobRow", "QueueRow", "SimReport", "WaitStats", "summarize"]
 
-_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated", "Running")
-_SHOWN_JOBS = 20
+SHOWN_ROWS = 30
+"""Jobs listed in the text summary; the JSON summary has them all."""
+_FINAL_JOB_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
 
 
 @dataclass(frozen=True)
-class JobSummary:
-    key: str
+class JobRow:
+    """One unit of work: a Volcano Job, a PodGroup, a Deployment's ReplicaSet or a lone pod."""
+
+    name: str
+    kind: str
+    """``Job``, ``PodGroup``, ``ReplicaSet`` or ``Pod`` (a lone pod's own group)."""
     queue: str
     pods: int
     min_member: int
     submitted: float
     started: float | None
-    """When its gang first had minMember pods bound."""
-    completed: float | None
+    """When minMember of its pods were first bound (a Volcano Job: first Running)."""
+    waited: float | None
+    finished: float | None
+    phase: str
+    retries: int
+    """Volcano Job retries; for other work, container restarts."""
+    nodes: list[str]
+    reason: str = ""
 
 
 @dataclass(frozen=True)
-class VolcanoJobSummary:
-    """A batch.volcano.sh Job: the phase it ended in and how it got there."""
+class QueueRow:
+    name: str
+    weight: int
+    jobs: int
+    jobs_done: int
+    deserved_share: float | None
+    """Mean share of the cluster proportion said the queue deserved, in the resource of
+    its held share, while contended; None when no queue-sharing plugin ran or the cluster
+    was never contended between queues."""
+    held_share: float | None
+    """Mean dominant share of the cluster the queue's running pods held, while two or more
+    queues had pods waiting."""
+    deserved_gpu_share: float | None
+    held_gpu_share: float | None
+    """The same for GPUs alone; None on a cluster without GPUs."""
 
-    key: str
-    queue: str
-    phase: str
-    """The last phase, or ``Refused`` when admission turned it away at submission."""
-    retry_count: int
-    submitted: float
-    last_change: float | None
-    reason: str
+
+@dataclass(frozen=True)
+class WaitStats:
+    mean: float
+    p50: float
+    p90: float
+    max: float
 
 
 @dataclass
 class SimReport:
-    outcome: Outcome
+    result: str
+    """How the run ended: done, settled, until, deadlock, stuck or interrupted."""
+    message: str
+    end: float
+    sessions: int
+    configuration: str
+    actions: list[str]
     nodes: int
+    capacity: dict[str, str]
     pods: int
     foreign_pods: int
-    jobs: list[JobSummary]
     utilization: dict[str, float]
-    queue_usage: dict[str, dict[str, float]]
-    queue_weights: dict[str, int]
-    config_name: str
-    actions: tuple[str, ...]
-    waits: list[float] = field(default_factory=list)
-    volcano_jobs: list[VolcanoJobSummary] = field(default_factory=list)
+    contended_time: float
+    """Virtual seconds during which two or more queues had pods waiting for room."""
+    waits: WaitStats | None
+    queues: list[QueueRow]
+    jobs: list[JobRow]
+    stuck: list[Stuck]
+    configuration_errors: list[str] = field(default_factory=list)
 
-    def _volcano_lines(self) -> list[str]:
-        if not self.volcano_jobs:
-            return []
-        counts = {p: 0 for p in (*_JOB_PHASES, "Pending", "Refused")}
-        for job in self.volcano_jobs:
-            bucket = job.phase if job.phase in counts else "Pending"
-            counts[bucket] += 1
-        lines = [
-            "volcano jobs: "
-            + ", ".join(f"{n} {p.lower()}" for p, n in counts.items() if n or p in _JOB_PHASES[:3])
-        ]
-        for job in self.volcano_jobs[:_SHOWN_JOBS]:
-            when = f" at t={job.last_change:g}s" if job.last_change is not None else ""
-            retries = f", {job.retry_count} retries" if job.retry_count else ""
-            why = f" ({job.reason})" if job.reason else ""
-            lines.append(f"  {job.key}: {job.phase}{when}{retries}{why}")
-        if len(self.volcano_jobs) > _SHOWN_JOBS:
-            lines.append(f"  ... and {len(self.volcano_jobs) - _SHOWN_JOBS} more")
-        return lines
+    def to_json(self) -> bytes:
+        return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
 
     def render(self) -> str:
-        done = sum(1 for j in self.jobs if j.completed is not None)
-        running = sum(1 for j in self.jobs if j.started is not None and j.completed is None)
-        waiting = len(self.jobs) - done - running
+        gangs = [j for j in self.jobs if j.kind != "Job"]
+        volcano = [j for j in self.jobs if j.kind == "Job"]
+        head = f"asyncsched simulate: {self.nodes} nodes, {self.pods} pods, {len(gangs)} gangs"
+        head += " (PodGroups and lone pods)"
+        if volcano:
+            head += f", {len(volcano)} Volcano Job" + ("s" if len(volcano) != 1 else "")
         lines = [
-            f"asyncsched simulate: {self.nodes} nodes, {self.pods} pods, "
-            f"{len(self.jobs)} gangs (PodGroups and lone pods)"
-            + (f", {len(self.volcano_jobs)} Volcano Jobs" if self.volcano_jobs else ""),
-            f"configuration: {self.config_name} (actions: {', '.join(self.actions)})",
-            f"result: {self.outcome.message} after {self.outcome.sessions} sessions",
+            head,
+            f"configuration: {self.configuration} (actions: {', '.join(self.actions)})",
+            f"result: {self.message} after {self.sessions} sessions",
         ]
-        if self.jobs or not self.volcano_jobs:
-            lines.append(f"gangs: {done} completed, {running} running, {waiting} waiting")
-        lines += self._volcano_lines()
-        if self.waits:
-            lines.append("waiting time (submitted to gang started): " + _stats(self.waits))
+        if gangs or not volcano:
+            lines.append("gangs: " + _counts(gangs, ("Completed", "Running", "Waiting")))
+        if volcano:
+            lines.append("volcano jobs: " + _counts(volcano, _FINAL_JOB_PHASES[:3]))
+        if self.waits is not None:
+            w = self.waits
+            lines.append(
+                f"waiting time (submitted to started): mean {w.mean:.1f}s, p50 {w.p50:.1f}s, "
+                f"p90 {w.p90:.1f}s, max {w.max:.1f}s"
+            )
         if self.utilization:
             parts = [f"{name} {share:.1%}" for name, share in self.utilization.items()]
-            lines.append(f"utilization (mean over {self.outcome.end:g}s): " + ", ".join(parts))
-        if self.queue_usage:
-            lines.append("queues:")
-            lines.append(f"  {'NAME':<16}{'WEIGHT':>7}{'JOBS DONE':>11}{'CPU SHARE':>11}")
-            total_cpu = sum(u.get("cpu", 0.0) for u in self.queue_usage.values()) or 1.0
-            for name in sorted(set(self.queue_usage) | set(self.queue_weights)):
-                jobs = [j for j in self.jobs if j.queue == name]
-                finished = sum(1 for j in jobs if j.completed is not None)
-                volcano = [j for j in self.volcano_jobs if j.queue == name]
-                finished += sum(1 for j in volcano if j.phase == "Completed")
-                total = len(jobs) + len(volcano)
-                share = self.queue_usage.get(name, {}).get("cpu", 0.0) / total_cpu
-                lines.append(
-                    f"  {name:<16}{self.queue_weights.get(name, 1):>7}"
-                    f"{f'{finished}/{total}':>11}{share:>11.1%}"
-                )
+            lines.append(f"utilization (mean over {self.end:g}s): " + ", ".join(parts))
+        lines += self._queue_lines()
+        lines += self._job_lines()
+        if self.stuck:
+            lines.append(f"waiting when the run ended ({len(self.stuck)}):")
+            for stuck in self.stuck[:SHOWN_ROWS]:
+                pods = f"{stuck.pods} pod" + ("s" if stuck.pods != 1 else "")
+                lines.append(f"  {stuck.kind} {stuck.name} ({pods}): {stuck.reason}")
+            if len(self.stuck) > SHOWN_ROWS:
+                lines.append(f"  ... and {len(self.stuck) - SHOWN_ROWS} more (--summary-json)")
         if self.foreign_pods:
             lines.append(f"{self.foreign_pods} pods name another scheduler and were left alone")
-        for error in self.outcome.config_errors:
+        for error in self.configuration_errors:
             lines.append(f"configuration rejected: {error}")
         return "\n".join(lines)
 
+    def _queue_lines(self) -> list[str]:
+        if not self.queues:
+            return []
+        gpus = any(q.held_gpu_share is not None for q in self.queues)
+        if self.contended_time:
+            title = (
+                "queues (shares of the cluster while two or more queues had pods waiting: "
+                f"{self.contended_time:g}s of {self.end:g}s):"
+            )
+        else:
+            title = "queues (never two queues waiting at once, so no shares to compare):"
+        header = f"  {'NAME':<16}{'WEIGHT':>7}{'DESERVED':>10}{'HELD':>8}"
+        header += f"{'GPU DESERVED':>14}{'GPU HELD':>10}" if gpus else ""
+        lines = [title, header + f"{'JOBS DONE':>11}"]
+        for q in self.queues:
+            row = f"  {q.name:<16}{q.weight:>7}{_share(q.deserved_share):>10}"
+            row += f"{_share(q.held_share):>8}"
+            if gpus:
+                row += f"{_share(q.deserved_gpu_share):>14}{_share(q.held_gpu_share):>10}"
+            lines.append(row + f"{f'{q.jobs_done}/{q.jobs}':>11}")
+        return lines
 
-def _stats(values: list[float]) -> str:
+    def _job_lines(self) -> list[str]:
+        if not self.jobs:
+            return []
+        width = max(4, *(len(j.name) for j in self.jobs[:SHOWN_ROWS])) + 2
+        lines = [
+            "jobs:",
+            f"  {'NAME':<{width}}{'KIND':<11}{'QUEUE':<12}{'PODS':>5}{'SUBMITTED':>10}"
+            f"{'STARTED':>9}{'WAITED':>8}{'FINISHED':>9}  {'PHASE':<11}{'RETRIES':>7}  NODES",
+        ]
+        for j in self.jobs[:SHOWN_ROWS]:
+            nodes = ",".join(j.nodes[:3]) + (f",+{len(j.nodes) - 3}" if len(j.nodes) > 3 else "")
+            lines.append(
+                f"  {j.name:<{width}}{j.kind:<11}{j.queue:<12}{j.pods:>5}{_time(j.submitted):>10}"
+                f"{_time(j.started):>9}{_time(j.waited):>8}{_time(j.finished):>9}  "
+                f"{j.phase:<11}{j.retries:>7}  {nodes or '-'}"
+            )
+            if j.reason and j.phase in ("Refused", "Failed", "Aborted", "Terminated"):
+                lines.append(f"  {'':<{width}}  {j.reason}")
+        if len(self.jobs) > SHOWN_ROWS:
+            lines.append(f"  ... and {len(self.jobs) - SHOWN_ROWS} more (--summary-json)")
+        return lines
+
+
+def _counts(rows: list[JobRow], always: Iterable[str]) -> str:
+    counts: dict[str, int] = dict.fromkeys(always, 0)
+    for row in rows:
+        counts[row.phase] = counts.get(row.phase, 0) + 1
+    return ", ".join(f"{n} {phase.lower()}" for phase, n in counts.items())
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _time(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _stats(values: list[float]) -> WaitStats | None:
+    if not values:
+        return None
     ordered = sorted(values)
 
     def pick(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
-    mean = sum(ordered) / len(ordered)
-    return f"mean {mean:.1f}s, p50 {pick(0.5):.1f}s, p90 {pick(0.9):.1f}s, max {ordered[-1]:.1f}s"
+    return WaitStats(sum(ordered) / len(ordered), pick(0.5), pick(0.9), ordered[-1])
+
+
+# -- reading the run ------------------------------------------------------------------
 
 
 def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
     store = sim.store
     recorder = sim.recorder
-    recorder.usage.advance(outcome.end)
+    usage = recorder.usage
+    usage.advance(outcome.end)
     pods = store.list(Pod)
-    podgroups = store.list(PodGroup)
-    members: dict[str, list[str]] = {}
-    foreign = 0
     names = sim.scheduler.cache.scheduler_names
-    for key, pod in pods.items():
-        if pod.spec.scheduler_name not in names:
-            foreign += 1
-            continue
-        if owning_job(pod) is not None:
-            continue  # reported as a Volcano Job below
-        group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
-        job = f"{pod.metadata.namespace}/{group}" if group else key
-        members.setdefault(job, []).append(key)
-    for key, podgroup in podgroups.items():
-        if any(r.kind == "Job" for r in podgroup.metadata.owner_references):
-            continue
-        members.setdefault(key, [])
-    jobs = []
-    records = recorder.pods
-    for job, keys in sorted(members.items()):
-        pg = podgroups.get(job)
-        min_member = pg.spec.min_member if pg is not None else 1
-        bound = sorted(b for k in keys if (b := records[k].bound) is not None)
-        started = bound[min_member - 1] if min_member and len(bound) >= min_member else None
-        finished = [records[k].finished for k in keys]
-        completed = (
-            max(f for f in finished if f is not None)
-            if keys and all(f is not None for f in finished)
-            else None
-        )
-        queue = pg.spec.queue if pg is not None else queue_of(store, pods[keys[0]])
-        submitted = recorder.podgroups_submitted.get(
-            job, min((records[k].submitted for k in keys), default=0.0)
-        )
-        jobs.append(JobSummary(job, queue, len(keys), min_member, submitted, started, completed))
-    waits = [j.started - j.submitted for j in jobs if j.started is not None]
+    foreign = sum(1 for p in pods.values() if p.spec.scheduler_name not in names)
+    jobs = _gang_rows(sim) + _volcano_rows(sim)
+    jobs.sort(key=lambda j: (j.submitted, j.name))
     loaded = sim.config.current.configuration
+    waits = [j.waited for j in jobs if j.waited is not None]
     return SimReport(
-        outcome=outcome,
+        result=outcome.reason,
+        message=outcome.message,
+        end=outcome.end,
+        sessions=outcome.sessions,
+        configuration=sim.config.name,
+        actions=list(loaded.actions),
         nodes=len(store.list(Node)),
+        capacity={n: format_units(n, v) for n, v in sorted(usage.capacity.items())},
         pods=len(pods),
         foreign_pods=foreign,
+        utilization=usage.utilization(outcome.end),
+        contended_time=usage.contended_time,
+        waits=_stats(waits),
+        queues=_queue_rows(sim, jobs),
         jobs=jobs,
-        utilization=recorder.usage.utilization(outcome.end),
-        queue_usage=recorder.usage.queue_integral,
-        queue_weights={name: q.spec.weight for name, q in store.list(Queue).items()},
-        config_name=sim.config.name,
-        actions=loaded.actions,
-        waits=waits,
-        volcano_jobs=_volcano_jobs(sim),
+        stuck=outcome.stuck,
+        configuration_errors=list(outcome.config_errors),
     )
 
 
-def _volcano_jobs(sim: Simulation) -> list[VolcanoJobSummary]:
-    out = []
-    for key, record in sorted(sim.recorder.jobs.items()):
-        job = sim.store.get(Job, key)
-        last = record.last
-        queue = last.spec.queue if last is not None else ""
-        if record.refused:
-            phase, reason, retries = "Refused", record.refused, 0
-        elif job is None:
-            phase, reason, retries = "Deleted", "", 0
+def _gang_rows(sim: Simulation) -> list[JobRow]:
+    """Every PodGroup and lone pod of ours that no Volcano Job owns."""
+    store = sim.store
+    records = sim.recorder.pods
+    names = sim.scheduler.cache.scheduler_names
+    members: dict[str, list[str]] = {}
+    for key, pod in store.list(Pod).items():
+        record = records.get(key)
+        if pod.spec.scheduler_name not in names or record is None or record.owner:
+            continue  # another scheduler's, a Volcano Job's, or made as the run was stopped
+        group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+        members.setdefault(f"{pod.metadata.namespace}/{group}" if group else key, []).append(key)
+    podgroups = store.list(PodGroup)
+    for key, podgroup in podgroups.items():
+        if not any(r.kind == "Job" for r in podgroup.metadata.owner_references):
+            members.setdefault(key, [])
+    rows = []
+    for group, keys in members.items():
+        pg = podgroups.get(group)
+        kind, name = shown_as(pg, group)
+        mine = [records[k] for k in keys]
+        min_member = pg.spec.min_member if pg is not None else 1
+        bound = sorted(r.bound for r in mine if r.bound is not None)
+        started = bound[min_member - 1] if min_member and len(bound) >= min_member else None
+        if started is None and min_member == 0 and bound:
+            started = bound[0]
+        ended = bool(mine) and all(r.finished is not None or r.failed is not None for r in mine)
+        finished = max((r.finished or r.failed or 0.0) for r in mine) if ended else None
+        if ended:
+            phase = "Failed" if any(r.failed is not None for r in mine) else "Completed"
         else:
-            state = job.status.state
-            phase, reason, retries = state.phase or "Pending", state.reason, job.status.retry_count
-        when = record.phases[-1][0] if record.phases else None
-        out.append(VolcanoJobSummary(key, queue, phase, retries, record.submitted, when, reason))
-    return out
+            phase = "Running" if started is not None else "Waiting"
+        submitted = sim.recorder.podgroups_submitted.get(
+            group, min((r.submitted for r in mine), default=0.0)
+        )
+        queue = pg.spec.queue if pg is not None else queue_of(store, store.list(Pod)[keys[0]])
+        rows.append(
+            JobRow(
+                name=name,
+                kind=kind,
+                queue=queue,
+                pods=len(keys),
+                min_member=min_member,
+                submitted=submitted,
+                started=started,
+                waited=started - submitted if started is not None else None,
+                finished=finished,
+                phase=phase,
+                retries=sum(r.restarts for r in mine),
+                nodes=sorted({r.node for r in mine if r.node}),
+            )
+        )
+    return rows
+
+
+def _volcano_rows(sim: Simulation) -> list[JobRow]:
+    by_job: dict[str, list[PodRecord]] = {}
+    for record in sim.recorder.pods.values():
+        if record.owner:
+            by_job.setdefault(record.owner, []).append(record)
+    return [
+        _volcano_row(sim, key, record, by_job.get(key, []))
+        for key, record in sim.recorder.jobs.items()
+    ]
+
+
+def _volcano_row(sim: Simulation, key: str, record: JobRecord, pods: list[PodRecord]) -> JobRow:
+    live = sim.store.get(Job, key)
+    last = live or record.last
+    if record.refused:
+        phase, reason, retries = "Refused", record.refused, 0
+    elif live is None:
+        phase, reason, retries = "Deleted", "", last.status.retry_count if last else 0
+    else:
+        state = live.status.state
+        phase, reason, retries = state.phase or "Pending", state.reason, live.status.retry_count
+    started = next((t for t, p in record.phases if p == "Running"), None)
+    finished = next((t for t, p in reversed(record.phases) if p in _FINAL_JOB_PHASES), None)
+    if phase not in _FINAL_JOB_PHASES:
+        finished = None
+    return JobRow(
+        name=key,
+        kind="Job",
+        queue=last.spec.queue if last is not None else "",
+        pods=sum(1 for p in pods if p.deleted is None),
+        min_member=last.spec.min_available if last is not None else 0,
+        submitted=record.submitted,
+        started=started,
+        waited=started - record.submitted if started is not None else None,
+        finished=finished,
+        phase=phase,
+        retries=retries,
+        nodes=sorted({p.node for p in pods if p.node}),
+        reason=reason,
+    )
+
+
+def _queue_rows(sim: Simulation, jobs: list[JobRow]) -> list[QueueRow]:
+    usage = sim.recorder.usage
+    queues = {name: q.spec.weight for name, q in sim.store.list(Queue).items()}
+    for job in jobs:
+        if job.queue:
+            queues.setdefault(job.queue, 1)
+    contended = usage.contended_time
+    gpus = usage.capacity.get(GPU) > 0
+    rows = []
+    for name, weight in sorted(queues.items()):
+        mine = [j for j in jobs if j.queue == name]
+        deserved = usage.deserved.get(name) if contended else None
+        deserved_gpu = usage.deserved_gpu.get(name) if contended and gpus else None
+        rows.append(
+            QueueRow(
+                name=name,
+                weight=weight,
+                jobs=len(mine),
+                jobs_done=sum(1 for j in mine if j.phase == "Completed"),
+                deserved_share=deserved / contended if deserved is not None else None,
+                held_share=usage.held.get(name, 0.0) / contended if contended else None,
+                deserved_gpu_share=deserved_gpu / contended if deserved_gpu is not None else None,
+                held_gpu_share=(
+                    usage.held_gpu.get(name, 0.0) / contended if contended and gpus else None
+                ),
+            )
+        )
+    return rows

@@ -14,13 +14,14 @@ import logging
 
 import msgspec
 
+from asyncsched.actions.explain import waiting_reason
 from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.topology import HyperNode
 from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim.store import Note, ObjectStore, WatchEvent
 from asyncsched.cache import ClusterCache
-from asyncsched.framework import SessionResult, run_session
+from asyncsched.framework import SessionResult, open_session, run_session
 from asyncsched.framework.results import Bind, Eviction, PodGroupUpdate, TaskUnschedulable
 from asyncsched.model import TaskStatus
 
@@ -45,6 +46,8 @@ class SimScheduler:
         self.dirty = False
         """Something changed that a session may decide differently on."""
         self.sessions = 0
+        self.changed = False
+        """Whether the last session's decisions changed the cluster."""
         self.config_errors: list[str] = []
         self.reasons: dict[str, str] = {}
         """The last reason given for each pod it could not place, by key."""
@@ -113,8 +116,8 @@ class SimScheduler:
 
     # -- sessions ----------------------------------------------------------------------
 
-    def session(self, now: float) -> bool:
-        """Run one session and carry out its decisions; True if any changed the cluster."""
+    def session(self, now: float) -> SessionResult:
+        """Run one session and carry out its decisions (``changed`` says if any did)."""
         self.dirty = False
         reload = self.config.poll()
         if reload.error:
@@ -122,7 +125,8 @@ class SimScheduler:
         self.sessions += 1
         snapshot = self.cache.snapshot(now=now)
         result, _ = run_session(snapshot, self.config.current, uid=f"session-{self.sessions}")
-        return self._carry_out(result)
+        self.changed = self._carry_out(result)
+        return result
 
     def _carry_out(self, result: SessionResult) -> bool:
         for failure in result.failures:
@@ -181,6 +185,17 @@ class SimScheduler:
             return False
         self.store.update(msgspec.structs.replace(pg, status=status), actor=SCHEDULER)
         return status.phase != pg.status.phase
+
+    def explain(self, keys: list[str], now: float) -> dict[str, str]:
+        """Why each of these pending pods waits now, from a session where nothing is
+        placed: the first check that stops it (see ``waiting_reason``)."""
+        ssn = open_session(self.cache.snapshot(now=now), self.config.current, "explain")
+        found = {}
+        for key in keys:
+            job = ssn.jobs.get(self.cache.tasks[key].job) if key in self.cache.tasks else None
+            task = job.tasks.get(key) if job is not None else None
+            found[key] = waiting_reason(ssn, task) if task is not None else "not seen yet"
+        return found
 
     def unschedulable(self, note: TaskUnschedulable) -> None:
         """A FailedScheduling Event, when the reason is new for that pod."""

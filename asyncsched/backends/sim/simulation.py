@@ -34,7 +34,7 @@ from asyncsched.backends.sim.manifests import Manifest
 from asyncsched.backends.sim.objects import Deployment
 from asyncsched.backends.sim.podgroups import PodGroupController
 from asyncsched.backends.sim.queues import QueueController
-from asyncsched.backends.sim.recorder import USER, Recorder, SimEvent
+from asyncsched.backends.sim.recorder import USER, Recorder, SimEvent, shown_as
 from asyncsched.backends.sim.replicasets import DeploymentController, ReplicaSetController
 from asyncsched.backends.sim.scheduler import SimScheduler
 from asyncsched.backends.sim.store import AlreadyExists, ObjectStore, Refused, key_of
@@ -104,7 +104,7 @@ class Simulation:
         self.agenda = Agenda()
         clock = self._clock
         self.store = ObjectStore(clock)
-        self.recorder = Recorder(self.store, clock, on_event)
+        self.recorder = Recorder(self.store, clock, on_event, scheduler_names)
         self.scheduler = SimScheduler(self.store, config, scheduler_names)
         self.kubelets = Kubelets(self.store, self.agenda)
         self.controllers: list[Controller] = [
@@ -175,7 +175,8 @@ class Simulation:
             scheduler = self.scheduler
             if scheduler.dirty or (self._session_due is not None and self._session_due <= at):
                 self._session_due = None
-                if scheduler.session(at):
+                self.recorder.session(scheduler.session(at))
+                if scheduler.changed:
                     self._session_due = at + self.period
                 self._settle()
                 if scheduler.dirty:
@@ -239,35 +240,34 @@ class Simulation:
         )
 
     def waiting(self) -> list[Stuck]:
-        """Every gang and lone pod of ours with pods not bound, with the reason they wait."""
+        """Every gang and lone pod of ours with pods not bound, with the reason they wait:
+        the last one a session gave, else what the scheduler answers when asked now."""
         groups: dict[tuple[str, str], list[str]] = {}
         names = self.scheduler.cache.scheduler_names
         for key, pod in self.store.list(Pod).items():
             if pod.spec.node_name or pod.spec.scheduler_name not in names:
                 continue
+            if pod.status.phase in ("Succeeded", "Failed"):
+                continue
             group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
             where = ("PodGroup", f"{pod.metadata.namespace}/{group}") if group else ("Pod", key)
             groups.setdefault(where, []).append(key)
-        return [
-            Stuck(kind, name, len(keys), self._why(kind, name, keys))
-            for (kind, name), keys in sorted(groups.items(), key=lambda kv: kv[0][1])
-        ]
-
-    def _why(self, kind: str, name: str, keys: list[str]) -> str:
         reasons = self.scheduler.reasons
-        found = next((reasons[k] for k in sorted(keys) if k in reasons), "")
-        if found:
-            return found
-        if kind == "PodGroup":
-            pg = self.store.get(PodGroup, name)
-            if pg is None:
-                return "its PodGroup does not exist"
-            for condition in pg.status.conditions:
-                if condition.type == "Unschedulable" and condition.status == "True":
-                    return condition.message or condition.reason
-            if pg.status.phase == "Pending":
-                return f"PodGroup {name} was never admitted (phase Pending, queue {pg.spec.queue})"
-        return "no session ever considered it"
+        unexplained = [min(keys) for keys in groups.values() if not any(k in reasons for k in keys)]
+        asked = self.scheduler.explain(unexplained, self.now) if unexplained else {}
+        stuck = []
+        for (kind, name), keys in groups.items():
+            if kind == "PodGroup":
+                kind, name = shown_as(self.store.get(PodGroup, name), name)
+            known = next((reasons[k] for k in sorted(keys) if k in reasons), "")
+            stuck.append(Stuck(kind, name, len(keys), known or asked.get(min(keys), "")))
+        return sorted(stuck, key=lambda s: (s.name, s.kind))
+
+    def interrupted(self) -> Outcome:
+        """How far the run got when it was stopped from outside (Ctrl-C): the changes
+        made before the stop are shown to the watchers (recorder included) first."""
+        self.store.deliver()
+        return self._outcome("interrupted", f"interrupted at t={self.now:g}s")
 
     def _finish(self) -> Outcome:
         blocked = self.kubelets.progress.blocked()

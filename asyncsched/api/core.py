@@ -128,6 +128,7 @@ class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True):
     conditions: list[Condition] = []
     pod_ip: str = ""
     start_time: str | None = None
+    nominated_node_name: str = ""
     container_statuses: list[ContainerStatus] = []
 
 

@@ -32,6 +32,7 @@ __all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER_NAMES = ("volcano", "asyncsched")
+_EVICTABLE = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
@@ -64,6 +65,8 @@ class ClusterCache:
         """Per job: the PodGroup, priority and JobInfo (no tasks) the last snapshot used."""
         self._job_clones: dict[str, JobInfo] = {}
         """The previous snapshot's JobInfos of PodGroup jobs, handed out again when unchanged."""
+        self._evicting: dict[str, TaskStatus] = {}
+        """Tasks an eviction was sent for, with the status each had before."""
 
     # -- nodes -------------------------------------------------------------
 
@@ -105,6 +108,8 @@ class ClusterCache:
         ):
             task.status = TaskStatus.BINDING
             task.node_name = previous.node_name
+        if key in self._evicting and task.status in _EVICTABLE:
+            task.status = TaskStatus.RELEASING
         self._remove_task(key)
         self.pods[key] = pod
         self.tasks[key] = task
@@ -122,6 +127,7 @@ class ClusterCache:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         key = f"{namespace}/{name}"
+        self._evicting.pop(key, None)
         if self._remove_task(key):
             self.pods.pop(key, None)
             self.generation += 1
@@ -179,6 +185,37 @@ class ClusterCache:
         entry = self.jobs.get(task.job)
         if entry is not None and task.uid in entry.tasks:
             entry.tasks[task.uid] = task
+
+    # -- eviction ------------------------------------------------------------
+
+    def mark_releasing(self, uid: str) -> bool:
+        """An eviction was sent: count the task as on its way out (Releasing) until its
+        pod is gone, or the eviction is refused."""
+        task = self.tasks.get(uid)
+        if task is None or task.status not in _EVICTABLE:
+            return False
+        self._evicting[uid] = task.status
+        self._set_status(task, TaskStatus.RELEASING)
+        return True
+
+    def eviction_failed(self, uid: str) -> None:
+        """The eviction was refused (a PodDisruptionBudget, say): the task runs on."""
+        before = self._evicting.pop(uid, None)
+        task = self.tasks.get(uid)
+        pod = self.pods.get(uid)
+        if before is None or task is None or pod is None or task.status is not TaskStatus.RELEASING:
+            return
+        if pod.metadata.deletion_timestamp is None:
+            self._set_status(task, before)
+
+    def _set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        task.status = status
+        if node is not None:
+            node.add_task(task)
+        self.generation += 1
 
     # -- podgroups, queues, priority classes ------------------------------------
 

@@ -10,6 +10,7 @@ __all__ = [
     "Bind",
     "Eviction",
     "FitErrors",
+    "Nomination",
     "PluginFailure",
     "PodGroupUpdate",
     "SessionResult",
@@ -31,6 +32,18 @@ class Eviction:
     namespace: str
     name: str
     reason: str
+    preemptor: str = ""
+    """The task the room is made for (``namespace/name``), when there is one."""
+
+
+@dataclass(frozen=True)
+class Nomination:
+    """A pending pod promised a node once victims are gone: ``status.nominatedNodeName``."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,7 @@ class SessionResult:
     evictions: list[Eviction] = field(default_factory=list)
     podgroups: list[PodGroupUpdate] = field(default_factory=list)
     unschedulable: list[TaskUnschedulable] = field(default_factory=list)
+    nominations: list[Nomination] = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
     enqueued: list[str] = field(default_factory=list)
     deserved: dict[str, dict[str, int]] = field(default_factory=dict)

@@ -20,12 +20,22 @@ from asyncsched.api.topology import HyperNode
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.kube.binder import Binder
 from asyncsched.backends.kube.client import KubeClient
+from asyncsched.backends.kube.evictor import Evictor
 from asyncsched.backends.kube.informer import Informer, ResourceKind
 from asyncsched.backends.kube.leader import LeaderElector
 from asyncsched.backends.kube.metrics import Metrics, serve_http
 from asyncsched.backends.kube.status import StatusWriter
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES, ClusterCache
 from asyncsched.framework import SessionResult, run_session
+from asyncsched.framework.effects import Effects, carry_out
+from asyncsched.framework.results import (
+    Bind,
+    Eviction,
+    Nomination,
+    PluginFailure,
+    PodGroupUpdate,
+    TaskUnschedulable,
+)
 from asyncsched.model import TaskStatus
 
 __all__ = ["KubeScheduler", "SchedulerOptions"]
@@ -64,7 +74,7 @@ class SchedulerOptions:
     """NAMESPACE/NAME[:KEY] of a ConfigMap to read the configuration from, through the API."""
 
 
-class KubeScheduler:
+class KubeScheduler(Effects):
     """One scheduler replica."""
 
     def __init__(self, client: KubeClient, config: ConfigSource, options: SchedulerOptions) -> None:
@@ -93,6 +103,7 @@ class KubeScheduler:
             may_bind=self.is_leader,
             on_done=self._bind_done,
         )
+        self.evictor = Evictor(client, may_evict=self.is_leader, on_done=self._eviction_done)
         self.status = StatusWriter(client, options.identity)
         self._reported_bad: set[tuple[str, str, str, str]] = set()
         self.sessions = 0
@@ -251,6 +262,7 @@ class KubeScheduler:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
             await self.binder.drain()
+            await self.evictor.drain()
             await self.status.drain()
             if self.elector is not None:
                 await self.elector.release()
@@ -295,28 +307,56 @@ class KubeScheduler:
         return result
 
     def _apply(self, result: SessionResult) -> None:
-        for failure in result.failures:
-            self.metrics.plugin_failures.labels(failure.plugin).inc()
-        if not self.is_leader():
-            return
-        for update in result.podgroups:
-            entry = self.cache.jobs.get(update.job)
-            if entry is None or entry.podgroup is None:
-                continue
-            written = self.status.podgroup(update, entry.podgroup.status)
-            if written is not None:
-                self.cache.set_podgroup_status(update.job, written)
-        for bind in result.binds:
-            pod = self.cache.pods.get(bind.uid)
-            if pod is None or not self.cache.mark_binding(bind.uid, bind.node):
-                continue
-            self.binder.submit(bind.namespace, bind.name, pod.metadata.uid, bind.node)
-        for note in result.unschedulable:
-            pod = self.cache.pods.get(note.uid)
-            if pod is not None:
-                self.metrics.unschedulable.inc()
-                self.status.unschedulable(note, pod.metadata.uid)
+        if self.is_leader():
+            carry_out(result, self)
+        else:
+            for failure in result.failures:
+                self.plugin_failed(failure)
         self.metrics.pending.set(self.cache.pending_tasks())
+
+    # -- the effects of a session (framework.effects.Effects), sent in the background --
+
+    def plugin_failed(self, failure: PluginFailure) -> None:
+        self.metrics.plugin_failures.labels(failure.plugin).inc()
+
+    def podgroup_status(self, update: PodGroupUpdate) -> bool:
+        entry = self.cache.jobs.get(update.job)
+        if entry is None or entry.podgroup is None:
+            return False
+        written = self.status.podgroup(update, entry.podgroup.status)
+        if written is None:
+            return False
+        self.cache.set_podgroup_status(update.job, written)
+        return True
+
+    def evict(self, eviction: Eviction) -> bool:
+        pod = self.cache.pods.get(eviction.uid)
+        if pod is None or not self.cache.mark_releasing(eviction.uid):
+            return False
+        self.evictor.submit(eviction.namespace, eviction.name, pod.metadata.uid)
+        why = eviction.reason + (f" (for {eviction.preemptor})" if eviction.preemptor else "")
+        meta = pod.metadata
+        self.status.event("Pod", meta.namespace, meta.name, meta.uid, "Evict", why, "Warning")
+        return True
+
+    def bind(self, bind: Bind) -> bool:
+        pod = self.cache.pods.get(bind.uid)
+        if pod is None or not self.cache.mark_binding(bind.uid, bind.node):
+            return False
+        self.binder.submit(bind.namespace, bind.name, pod.metadata.uid, bind.node)
+        return True
+
+    def nominate(self, nomination: Nomination) -> bool:
+        pod = self.cache.pods.get(nomination.uid)
+        if pod is None:
+            return False
+        return self.status.nominate(nomination, pod.status.nominated_node_name)
+
+    def unschedulable(self, note: TaskUnschedulable) -> None:
+        pod = self.cache.pods.get(note.uid)
+        if pod is not None:
+            self.metrics.unschedulable.inc()
+            self.status.unschedulable(note, pod.metadata.uid)
 
     def _bind_done(self, key: str, node: str, error: str | None) -> None:
         if error is None:
@@ -326,6 +366,11 @@ class KubeScheduler:
         self.metrics.bind_failures.inc()
         self.cache.bind_failed(key)
         self.dirty.set()
+
+    def _eviction_done(self, key: str, error: str | None) -> None:
+        if error is not None:
+            self.cache.eviction_failed(key)
+            self.dirty.set()
 
 
 _ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})

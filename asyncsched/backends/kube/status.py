@@ -20,7 +20,7 @@ import msgspec
 from asyncsched.api import Condition
 from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.backends.kube.client import STRATEGIC_MERGE_PATCH, KubeClient, KubeError
-from asyncsched.framework.results import PodGroupUpdate, TaskUnschedulable
+from asyncsched.framework.results import Nomination, PodGroupUpdate, TaskUnschedulable
 
 __all__ = ["StatusWriter", "now_rfc3339"]
 
@@ -137,6 +137,15 @@ class StatusWriter:
         self.event(
             "Pod", note.namespace, note.name, pod_uid, "FailedScheduling", note.message, "Warning"
         )
+
+    def nominate(self, nomination: Nomination, current: str) -> bool:
+        """``status.nominatedNodeName`` of a pod that waits for room being made on a node."""
+        if current == nomination.node:
+            return False
+        body = msgspec.json.encode({"status": {"nominatedNodeName": nomination.node}})
+        path = f"/api/v1/namespaces/{nomination.namespace}/pods/{nomination.name}/status"
+        self._spawn(self.client.patch(path, body, STRATEGIC_MERGE_PATCH))
+        return True
 
     def forget(self, key: str) -> None:
         self._reasons.pop(key, None)

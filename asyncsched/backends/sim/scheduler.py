@@ -22,7 +22,15 @@ from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim.store import Note, ObjectStore, WatchEvent
 from asyncsched.cache import ClusterCache
 from asyncsched.framework import SessionResult, open_session, run_session
-from asyncsched.framework.results import Bind, Eviction, PodGroupUpdate, TaskUnschedulable
+from asyncsched.framework.effects import Effects, carry_out
+from asyncsched.framework.results import (
+    Bind,
+    Eviction,
+    Nomination,
+    PluginFailure,
+    PodGroupUpdate,
+    TaskUnschedulable,
+)
 from asyncsched.model import TaskStatus
 
 __all__ = ["SCHEDULER", "SimScheduler"]
@@ -34,7 +42,7 @@ _ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUN
 """Statuses between which a pod's moves change nothing a session decides on."""
 
 
-class SimScheduler:
+class SimScheduler(Effects):
     """One scheduler replica over the simulated API server."""
 
     def __init__(
@@ -125,24 +133,13 @@ class SimScheduler:
         self.sessions += 1
         snapshot = self.cache.snapshot(now=now)
         result, _ = run_session(snapshot, self.config.current, uid=f"session-{self.sessions}")
-        self.changed = self._carry_out(result)
+        self.changed = carry_out(result, self)
         return result
 
-    def _carry_out(self, result: SessionResult) -> bool:
-        for failure in result.failures:
-            log.error("plugin %s failed in %s: %s", failure.plugin, failure.hook, failure.error)
-        changed = False
-        for update in result.podgroups:
-            changed |= self.podgroup_status(update)
-        for bind in result.binds:
-            changed |= self.bind(bind)
-        for eviction in result.evictions:
-            changed |= self.evict(eviction)
-        for note in result.unschedulable:
-            self.unschedulable(note)
-        return changed
+    # -- the effects of a session (framework.effects.Effects) ---------------------------
 
-    # -- the effects of a session ------------------------------------------------------
+    def plugin_failed(self, failure: PluginFailure) -> None:
+        log.error("plugin %s failed in %s: %s", failure.plugin, failure.hook, failure.error)
 
     def bind(self, bind: Bind) -> bool:
         """Set nodeName, as the binding subresource does: only on the pod decided on
@@ -168,6 +165,14 @@ class SimScheduler:
     def evict(self, eviction: Eviction) -> bool:
         gone = self.store.delete(Pod, eviction.uid, actor=SCHEDULER, reason=eviction.reason)
         return gone is not None
+
+    def nominate(self, nomination: Nomination) -> bool:
+        pod = self.store.get(Pod, nomination.uid)
+        if pod is None or pod.spec.node_name or pod.status.nominated_node_name == nomination.node:
+            return False
+        status = msgspec.structs.replace(pod.status, nominated_node_name=nomination.node)
+        self.store.update(msgspec.structs.replace(pod, status=status), actor=SCHEDULER)
+        return True
 
     def podgroup_status(self, update: PodGroupUpdate) -> bool:
         """Write the PodGroup's status; True when its phase moved."""

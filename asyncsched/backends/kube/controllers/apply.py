@@ -19,22 +19,8 @@ from asyncsched.api.volcano import PodGroup
 from asyncsched.backends.kube.client import KubeClient, KubeError
 from asyncsched.backends.kube.controllers.store import PodStore
 from asyncsched.backends.kube.status import StatusWriter, now_rfc3339
-from asyncsched.controllers.job import (
-    Action,
-    CreateConfigMap,
-    CreateNetworkPolicy,
-    CreatePod,
-    CreatePodGroup,
-    CreateSecret,
-    CreateService,
-    DeleteCommand,
-    DeleteJob,
-    DeleteObject,
-    DeletePod,
-    DeletePodGroup,
-    Event,
-    UpdatePodGroup,
-)
+from asyncsched.controllers.job import Action, Event
+from asyncsched.controllers.job.handler import carry_out
 
 __all__ = ["Applier", "collection", "create", "delete", "object_path", "podgroup_body"]
 
@@ -97,68 +83,66 @@ class Applier:
         self.writes = 0
 
     async def apply(self, job: Job, actions: list[Action]) -> None:
+        requests = _Requests(self, job)
         for action in actions:
-            await self._one(job, action)
+            await carry_out(action, requests)
 
-    async def _one(self, job: Job, action: Action) -> None:
-        client = self.client
-        if isinstance(action, Event):
-            meta = job.metadata
-            self.events.event(
-                "Job", meta.namespace, meta.name, meta.uid, action.reason, action.message,
-                action.type, api_version=job.api_version,
-            )  # fmt: skip
-            return
-        self.writes += 1
-        if isinstance(action, CreatePod):
-            answer = await create(client, action.pod)
-            if answer is not None:
-                self.pods.offer(msgspec.json.decode(answer, type=Pod))
-        elif isinstance(action, DeletePod):
-            path = object_path("v1", "Pod", action.namespace, action.name)
-            await delete(client, path)
-            self.pods.mark_terminating(action.namespace, action.name, now_rfc3339())
-        elif isinstance(action, CreatePodGroup):
-            await create(client, podgroup_body(action.podgroup))
-        elif isinstance(action, UpdatePodGroup):
-            meta = action.podgroup.metadata
-            path = f"{PODGROUP_API}/namespaces/{meta.namespace}/podgroups/{meta.name}"
-            spec = msgspec.to_builtins(action.podgroup.spec)
-            try:
-                await client.patch(path, json.dumps({"spec": spec}).encode())
-            except KubeError as exc:
-                if exc.status != 404:
-                    raise
-        elif isinstance(action, DeletePodGroup):
-            await delete(client, f"{PODGROUP_API}/namespaces/{action.namespace}/podgroups/"
-                         f"{action.name}")  # fmt: skip
-        elif isinstance(action, CreateService):
-            await create(client, action.service)
-        elif isinstance(action, CreateSecret):
-            await create(client, action.secret)
-        elif isinstance(action, CreateNetworkPolicy):
-            await create(client, action.network_policy)
-        elif isinstance(action, CreateConfigMap):
-            await self._config_map(action.config_map)
-        elif isinstance(action, DeleteObject):
-            path = object_path(action.api_version, action.kind, action.namespace, action.name)
-            await delete(client, path)
-        elif isinstance(action, DeleteCommand):
-            await delete(client, f"{COMMAND_API}/namespaces/{action.namespace}/commands/"
-                         f"{action.name}")  # fmt: skip
-        elif isinstance(action, DeleteJob):
-            body = {"preconditions": {"uid": action.uid}, "propagationPolicy": "Background"}
-            await delete(client, f"{JOB_API}/namespaces/{action.namespace}/jobs/{action.name}",
-                         body)  # fmt: skip
 
-    async def _config_map(self, config_map: dict[str, Any]) -> None:
+class _Requests:
+    """The Job controller's actions as API requests (an ActionHandler of awaitables)."""
+
+    def __init__(self, applier: Applier, job: Job) -> None:
+        self.applier = applier
+        self.client = applier.client
+        self.job = job
+
+    async def create(self, kind: str, manifest: dict[str, Any]) -> None:
+        self.applier.writes += 1
+        answer = await create(self.client, manifest)
+        if kind == "Pod" and answer is not None:
+            self.applier.pods.offer(msgspec.json.decode(answer, type=Pod))
+
+    async def create_podgroup(self, podgroup: PodGroup) -> None:
+        self.applier.writes += 1
+        await create(self.client, podgroup_body(podgroup))
+
+    async def update_podgroup_spec(self, podgroup: PodGroup) -> None:
+        self.applier.writes += 1
+        meta = podgroup.metadata
+        path = f"{PODGROUP_API}/namespaces/{meta.namespace}/podgroups/{meta.name}"
+        spec = msgspec.to_builtins(podgroup.spec)
+        try:
+            await self.client.patch(path, json.dumps({"spec": spec}).encode())
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+
+    async def upsert_config_map(self, manifest: dict[str, Any]) -> None:
         """Create, or replace the data of the one there (a stale host list must not survive)."""
-        if await create(self.client, config_map) is not None:
+        self.applier.writes += 1
+        if await create(self.client, manifest) is not None:
             return
-        meta = config_map["metadata"]
+        meta = manifest["metadata"]
         path = object_path("v1", "ConfigMap", meta["namespace"], meta["name"])
         current = json.loads(await self.client.get(path))
-        if current.get("data") == config_map.get("data"):
+        if current.get("data") == manifest.get("data"):
             return
-        current["data"] = config_map.get("data", {})
+        current["data"] = manifest.get("data", {})
         await self.client.put(path, json.dumps(current).encode())
+
+    async def delete(
+        self, api_version: str, kind: str, namespace: str, name: str, reason: str, uid: str
+    ) -> None:
+        self.applier.writes += 1
+        path = object_path(api_version, kind, namespace, name)
+        body = {"preconditions": {"uid": uid}, "propagationPolicy": "Background"} if uid else None
+        await delete(self.client, path, body)
+        if kind == "Pod":
+            self.applier.pods.mark_terminating(namespace, name, now_rfc3339())
+
+    async def event(self, event: Event) -> None:
+        meta = self.job.metadata
+        self.applier.events.event(
+            "Job", meta.namespace, meta.name, meta.uid, event.reason, event.message,
+            event.type, api_version=self.job.api_version,
+        )  # fmt: skip

@@ -1,0 +1,7 @@
+"""``python -m asyncsched``: the ``asyncsched`` command."""
+
+import sys
+
+from asyncsched.cli import main
+
+sys.exit(main())

@@ -12,18 +12,10 @@ from tests.scenarios.harness import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 
-LONE_POD = """apiVersion: v1
-kind: Pod
-metadata:
-  name: extra
-spec:
-  schedulerName: volcano
-  containers:
-  - name: main
-    resources:
-      requests:
-        cpu: "1"
-"""
+LONE_POD = (
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: extra}\nspec: {schedulerName: volcano, "
+    "containers: [{name: main, resources: {requests: {cpu: '1'}}}]}\n"
+)
 
 
 def _pods(summary: str) -> int:

@@ -8,7 +8,6 @@ are and where their files are, to copy and edit.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from asyncsched.backends.bundled import examples
 from asyncsched.backends.sim import ManifestError
@@ -16,7 +15,7 @@ from asyncsched.backends.sim import ManifestError
 __all__ = ["add_arguments", "example_files", "list_requested", "print_examples"]
 
 
-def add_arguments(parser: Any) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--example",
         nargs="?",

@@ -22,7 +22,10 @@ when the first watch event carrying spec.nodeName arrives. Throughput is
 pods / (last bound - first POST sent). The ``server_clock`` figures repeat the
 measurement with the API server's whole-second stamps as a cross-check.
 
-The last line on stdout is one JSON object with every figure.
+asyncsched runs from this checkout (``--source DIR``: another copy), or with
+``--installed`` from the package installed for this Python, refused in one line if that
+is a checkout (see target.py). The last line on stdout is one JSON object with every
+figure, and the version, import folder and kernels (``native``) of the scheduler measured.
 """
 
 from __future__ import annotations
@@ -48,14 +51,21 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import target  # benchmarks/target.py: this script's folder is first on sys.path
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = target.ROOT
 _pre = argparse.ArgumentParser(add_help=False)
 _pre.add_argument("--source", type=Path, default=ROOT)
 SOURCE: Path = _pre.parse_known_args()[0].source.resolve()
 """Where asyncsched is imported from, here and in the scheduler process (tests/ is ROOT's)."""
-sys.path[:0] = [str(SOURCE), str(ROOT)] if SOURCE != ROOT else [str(ROOT)]
+INSTALLED = target.put_on_path(sys.argv, SOURCE)
+SCHEDULER_CWD = Path(tempfile.gettempdir()) if INSTALLED else SOURCE
+"""`python -m` puts its working directory first on the path: the checkout's, or none."""
+SCHEDULER_ENV = {
+    **{k: v for k, v in os.environ.items() if not (INSTALLED and k == "PYTHONPATH")},
+    "PYTHONUNBUFFERED": "1",
+}
 
 from asyncsched.backends.kube.client import KubeClient, KubeError, connect  # noqa: E402
 from tests.e2e import kubeops  # noqa: E402
@@ -427,8 +437,8 @@ class AsyncSched(Scheduler):
         self.proc.log.unlink(missing_ok=True)  # "informers synced" of this run only
         with self.proc.log.open("ab") as out:  # SchedulerProcess.start, but from SOURCE
             self.proc.proc = subprocess.Popen(
-                self.proc.argv, stdout=out, stderr=subprocess.STDOUT, cwd=SOURCE,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+                self.proc.argv, stdout=out, stderr=subprocess.STDOUT, cwd=SCHEDULER_CWD,
+                env=SCHEDULER_ENV, start_new_session=True,
             )  # fmt: skip
         self.proc.wait_for_line("informers synced", 300)
 
@@ -670,9 +680,18 @@ def main(argv: list[str] | None = None) -> int:
                              "50/100); repeat for one run each")  # fmt: skip
     parser.add_argument("--source", type=Path, default=ROOT,
                         help="a copy of the repository to run asyncsched from")  # fmt: skip
+    parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
     parser.add_argument("--profile", action="store_true",
                         help="py-spy asyncsched during the lone pods and the burst")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.installed and args.source.resolve() != ROOT:
+        parser.error("--installed and --source exclude each other")
+    measured: dict[str, Any] = {}
+    if not args.external:  # what the scheduler process will import, asked the same way
+        measured = target.identity_of(sys.executable, SCHEDULER_CWD, SCHEDULER_ENV)
+        if args.installed:
+            target.refuse_checkout(measured)
+        log(f"measuring {json.dumps(measured)}")
     if args.external and args.compare_kube_scheduler and args.scheduler_name == "asyncsched":
         log("--external measures pods of --scheduler-name; kube-scheduler runs after it")
 
@@ -701,6 +720,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_after": [round(x, 2) for x in os.getloadavg()],
         "wall_seconds": round(time.time() - started, 1),
         "asyncsched_identity": None if args.external else args.rbac,
+        **measured,
         **figures,
     }
     ours = figures["runs"][0].get("burst", {}).get("throughput_pods_per_s", 0.0)

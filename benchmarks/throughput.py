@@ -1,6 +1,7 @@
 """Throughput of the scheduling core alone on a synthetic cluster.
 
     python benchmarks/throughput.py --nodes 1000 --jobs 1000 --tasks-per-job 10 [--pure]
+        [--installed]
 
 Mixed node shapes (CPU-only and 8-GPU nodes), gang jobs spread over four
 queues, the default configuration. Every pod is pending at the start; sessions
@@ -8,8 +9,10 @@ run until nothing more can be placed. The clock runs over the sessions only
 (snapshot, session, applying the binds to the cache), not over building the
 synthetic cluster. ``--pure`` uses the NumPy twins of the compiled kernels
 (ASYNCSCHED_PURE=1). ``--profile`` prints the top of a cProfile of the
-sessions to stderr. The last line is one JSON object:
-{"nodes", "pods", "pods_per_s", "session_p99_ms", "rss_mb", "native"}.
+sessions to stderr. ``--installed`` measures the installed package instead of this
+checkout (see target.py). The last line is one JSON object: {"nodes", "pods",
+"pods_per_s", "session_p99_ms", "rss_mb", "native", "asyncsched_version",
+"asyncsched_path"}.
 """
 
 from __future__ import annotations
@@ -25,16 +28,17 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import target
+
+target.put_on_path(sys.argv)
 
 if "--pure" in sys.argv:  # before asyncsched is imported: the facade picks its path once
     os.environ["ASYNCSCHED_PURE"] = "1"
 
-from asyncsched.backends.config_source import ConfigSource
-from asyncsched.cache import ClusterCache
-from asyncsched.framework import Registry, run_session
-from asyncsched.model import kernels
-from tests.builders import node, pod, podgroup, queue
+from asyncsched.backends.config_source import ConfigSource  # noqa: E402
+from asyncsched.cache import ClusterCache  # noqa: E402
+from asyncsched.framework import Registry, run_session  # noqa: E402
+from tests.builders import node, pod, podgroup, queue  # noqa: E402
 
 
 def build(nodes: int, jobs: int, tasks: int) -> ClusterCache:
@@ -105,11 +109,15 @@ def main() -> None:
     parser.add_argument("--max-sessions", type=int, default=50)
     parser.add_argument("--pure", action="store_true", help="use the NumPy kernels")
     parser.add_argument("--profile", action="store_true", help="cProfile the sessions")
+    parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
     args = parser.parse_args()
+    measured = target.identity()
+    if args.installed:
+        target.refuse_checkout(measured)
+    print(f"measuring {json.dumps(measured)}", file=sys.stderr)
 
     cache = build(args.nodes, args.jobs, args.tasks_per_job)
     loaded = ConfigSource(Registry()).current
-    print(kernels.describe(), file=sys.stderr)
     bound = 0
     durations = []
     profiler = cProfile.Profile(time.process_time) if args.profile else None
@@ -153,7 +161,7 @@ def main() -> None:
                 "pods_per_s": round(bound / elapsed, 1),
                 "session_p99_ms": round(p99 * 1000, 1),
                 "rss_mb": round(rss_mb, 1),
-                "native": kernels.NATIVE,
+                **measured,
             }
         )
     )

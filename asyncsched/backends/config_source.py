@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from asyncsched.backends.bundled import default_configuration
 from asyncsched.framework import ConfigError, LoadedConfiguration, Registry, load_configuration
-from asyncsched.framework.conf import DEFAULT_CONFIGURATION
 
 __all__ = ["ConfigSource", "ReloadOutcome"]
 
@@ -31,7 +31,7 @@ class ReloadOutcome:
 
 
 class ConfigSource:
-    """A configuration from a file (or the built-in default when there is none)."""
+    """A configuration from a file (or the bundled default, config/scheduler.yaml, without one)."""
 
     def __init__(self, registry: Registry, path: str | Path | None = None) -> None:
         self.registry = registry
@@ -42,7 +42,7 @@ class ConfigSource:
         self.rejections = 0
         self.last_error = ""
         if self.path is None:
-            self.current = load_configuration(DEFAULT_CONFIGURATION, registry, "built-in default")
+            self.current = load_configuration(default_configuration(), registry, "built-in default")
             return
         text = self._read()
         self.current = load_configuration(text, registry, str(self.path))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
+import asyncsched
 from asyncsched.cli.exits import EXIT_OK
 from asyncsched.framework import Registry
 from asyncsched.model import kernels
 
-__all__ = ["register"]
+__all__ = ["identity", "register"]
 
 
 def register(commands: Any) -> None:
@@ -31,7 +33,25 @@ def _plugins(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def identity() -> dict[str, str | bool]:
+    """Which asyncsched runs: its version, where it was imported from, which kernels.
+
+    The path tells an installed package from a checkout on ``sys.path``; benchmarks
+    report all three with their figures.
+    """
+    try:
+        installed = version("asyncsched")
+    except PackageNotFoundError:
+        installed = "unknown (not installed)"
+    return {
+        "version": installed,
+        "path": str(Path(asyncsched.__file__).parent),
+        "native": kernels.NATIVE,
+    }
+
+
 def _version(args: argparse.Namespace) -> int:
-    print(f"asyncsched {version('asyncsched')}")
+    found = identity()
+    print(f"asyncsched {found['version']} from {found['path']}")
     print(kernels.describe())
     return EXIT_OK

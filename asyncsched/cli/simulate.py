@@ -12,6 +12,7 @@ from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim import ManifestError, Simulation, load_manifests, summarize
 from asyncsched.backends.sim.simulation import SimEvent
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
+from asyncsched.cli import examples
 from asyncsched.cli.exits import (
     EXIT_BAD_INPUT,
     EXIT_DEADLOCK,
@@ -38,11 +39,12 @@ def register(commands: Any) -> None:
         "-f",
         "--filename",
         action="append",
-        required=True,
+        default=[],
         metavar="FILE",
         help="a YAML file of Nodes, Pods, PodGroups, Queues, PriorityClasses, Jobs, Commands, "
         "Deployments, Services, ConfigMaps",
     )
+    examples.add_arguments(sim)
     sim.add_argument(
         "--config",
         metavar="CONF",
@@ -80,7 +82,13 @@ def register(commands: Any) -> None:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    manifests = load_manifests(args.filename)
+    if examples.list_requested(args):
+        examples.print_examples()
+        return EXIT_OK
+    files = examples.example_files(args) + args.filename
+    if not files:
+        raise ManifestError("nothing to simulate: give -f FILE or --example NAME")
+    manifests = load_manifests(files)
     config = ConfigSource(Registry(), args.config)
     for warning in config.current.configuration.warnings:
         print(f"asyncsched: warning: {warning}", file=sys.stderr)

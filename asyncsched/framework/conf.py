@@ -24,7 +24,6 @@ import msgspec
 import yaml
 
 __all__ = [
-    "DEFAULT_CONFIGURATION",
     "ActionConfiguration",
     "ConfigError",
     "PluginOption",
@@ -32,21 +31,6 @@ __all__ = [
     "Tier",
     "parse_configuration",
 ]
-
-DEFAULT_CONFIGURATION = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
 
 
 class ConfigError(ValueError):

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from asyncsched.backends.bundled import default_configuration
 from asyncsched.framework import ConfigError, Registry, load_configuration, parse_configuration
-from asyncsched.framework.conf import DEFAULT_CONFIGURATION
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_shipped_default_file_is_volcanos_default() -> None:
-    shipped = parse_configuration((ROOT / "config" / "scheduler.yaml").read_text())
-    assert shipped == parse_configuration(DEFAULT_CONFIGURATION)
+def test_shipped_default_is_volcanos_default() -> None:
+    # The file the package carries (and the scheduler uses without --config), as Volcano's
+    # own default: these actions, and these plugins in these two tiers, with every flag on.
+    shipped = parse_configuration(default_configuration())
     assert shipped.actions == ("enqueue", "allocate", "backfill")
-    assert shipped.plugin_names()[:3] == ["priority", "gang", "conformance"]
+    assert [[p.name for p in tier.plugins] for tier in shipped.tiers] == [
+        ["priority", "gang", "conformance"],
+        ["overcommit", "drf", "predicates", "proportion", "nodeorder"],
+    ]
+    assert not shipped.warnings
+    assert all(not p.flags and not p.arguments for tier in shipped.tiers for p in tier.plugins)
 
 
 def test_flags_and_arguments_are_kept() -> None:

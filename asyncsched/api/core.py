@@ -13,6 +13,7 @@ import msgspec
 from asyncsched.api.meta import Condition, ObjectMeta
 
 __all__ = [
+    "SYSTEM_PRIORITY_CLASSES",
     "Affinity",
     "ConfigMap",
     "Container",
@@ -146,6 +147,13 @@ class ConfigMap(
     api_version: str = "v1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     data: dict[str, str] = {}
+
+
+SYSTEM_PRIORITY_CLASSES = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+"""The PriorityClasses every Kubernetes API server creates itself, with their values."""
 
 
 class PriorityClass(

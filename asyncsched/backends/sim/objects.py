@@ -14,6 +14,7 @@ import msgspec
 from asyncsched.api import Command, Job, KubeObject
 from asyncsched.api.core import ConfigMap
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.topology import HyperNode
 
 __all__ = ["Deployment", "DeploymentSpec", "Service", "SimObject"]
 
@@ -40,5 +41,5 @@ class Service(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kin
     spec: dict[str, Any] = {}
 
 
-SimObject = KubeObject | Job | Command | Deployment | Service | ConfigMap
+SimObject = KubeObject | Job | Command | Deployment | Service | ConfigMap | HyperNode
 """Everything the simulator reads from users' YAML."""

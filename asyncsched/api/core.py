@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from asyncsched.api.meta import Condition, ObjectMeta
+from asyncsched.api.meta import Condition, Int32, ObjectMeta
 
 __all__ = [
     "SYSTEM_PRIORITY_CLASSES",
@@ -65,7 +65,7 @@ class NodeSelector(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 class PreferredSchedulingTerm(msgspec.Struct, rename="camel", omit_defaults=True):
-    weight: int
+    weight: Int32
     preference: NodeSelectorTerm
 
 
@@ -98,7 +98,7 @@ class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     init_containers: list[Container] = []
     overhead: dict[str, Quantity] = {}
     priority_class_name: str = ""
-    priority: int | None = None
+    priority: Int32 | None = None
     preemption_policy: str = ""
     restart_policy: str = "Always"
 
@@ -161,7 +161,7 @@ class PriorityClass(
 ):
     api_version: str = "scheduling.k8s.io/v1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    value: int = 0
+    value: Int32 = 0
     global_default: bool = False
     preemption_policy: str = "PreemptLowerPriority"
     description: str = ""

@@ -2,8 +2,8 @@
 
 A quantity such as ``500m``, ``1.5Gi`` or ``2e3`` becomes a ``Fraction`` so no
 precision is lost; callers round to the unit they store (millicores, bytes,
-device counts) in one place, :func:`to_units`, which also refuses an amount
-the model's int64 arrays cannot hold.
+device counts) in one place, :func:`to_units`, which also keeps the amount
+within what the model's int64 arrays hold.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ __all__ = [
 
 MAX_UNITS = 2**63 - 1
 """The largest amount stored, in the resource's unit: an int64, as Kubernetes' own
-quantities are capped at 2**63-1. Beyond it :func:`to_units` refuses rather than
-wrap around in the node arrays."""
+quantities are capped at 2**63-1. :func:`to_units` never returns more, so the node
+arrays never wrap around."""
 _MAX_EXPONENT = 1000
 """A quantity with a larger decimal exponent is refused before its exact value is built
 (1e999999999 would take all memory); anything past about 1e19 is refused anyway."""
@@ -84,22 +84,26 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return -number if match.group("sign") == "-" else number
 
 
-def to_units(resource: str, value: str | int | float) -> int:
+def to_units(resource: str, value: str | int | float, *, strict: bool = False) -> int:
     """Convert a quantity to the integer unit asyncsched stores for ``resource``.
 
     CPU is kept in millicores; every other resource in its base unit (bytes,
-    devices, pods), rounded up as Kubernetes does for requests. QuantityError when
-    the amount is beyond :data:`MAX_UNITS` either way.
+    devices, pods), rounded up as Kubernetes does for requests. An amount beyond
+    :data:`MAX_UNITS` either way is capped there, as Kubernetes caps its quantities
+    (what an API server hands us stays readable); with ``strict`` it is refused
+    with QuantityError instead, for input a user can still fix.
     """
     exact = parse_quantity(value)
     if resource == "cpu":
         exact *= 1000
     whole = -((-exact.numerator) // exact.denominator)
     if abs(whole) > MAX_UNITS:
-        raise QuantityError(
-            f"invalid quantity {_shown(value)}: more than 2^63-1 {unit_name(resource)}, "
-            "the largest amount asyncsched can hold"
-        )
+        if strict:
+            raise QuantityError(
+                f"invalid quantity {_shown(value)}: more than 2^63-1 {unit_name(resource)}, "
+                "the largest amount asyncsched can hold"
+            )
+        whole = MAX_UNITS if whole > 0 else -MAX_UNITS
     return int(whole)
 
 

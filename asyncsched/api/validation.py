@@ -19,10 +19,12 @@ from collections.abc import Callable, Mapping
 
 __all__ = [
     "NAME_RULES",
+    "annotations_problems",
     "dns1035_label",
     "dns1123_label",
     "dns1123_subdomain",
     "label_value",
+    "labels_problems",
     "metadata_problems",
     "qualified_name",
 ]
@@ -140,15 +142,31 @@ def metadata_problems(
         why = dns1123_label(namespace)
         if why:
             problems.append(f"metadata.namespace {namespace!r} {why}")
+    return [
+        *problems,
+        *labels_problems(labels, "metadata.labels"),
+        *annotations_problems(annotations, "metadata.annotations"),
+    ]
+
+
+def labels_problems(labels: Mapping[str, str], at: str) -> list[str]:
+    """Label keys must be qualified names, values label values (``at``: the field)."""
+    problems = []
     for key, value in labels.items():
         why = qualified_name(key)
         if why:
-            problems.append(f"metadata.labels: key {key!r} {why}")
+            problems.append(f"{at}: key {key!r} {why}")
         why = label_value(value)
         if why:
-            problems.append(f"metadata.labels[{key!r}]: value {value!r} {why}")
+            problems.append(f"{at}[{key!r}]: value {value!r} {why}")
+    return problems
+
+
+def annotations_problems(annotations: Mapping[str, str], at: str) -> list[str]:
+    """Annotation keys must be qualified names (any case, as the API server lowers them)."""
+    problems = []
     for key in annotations:
         why = qualified_name(key.lower())
         if why:
-            problems.append(f"metadata.annotations: key {key!r} {why}")
+            problems.append(f"{at}: key {key!r} {why}")
     return problems

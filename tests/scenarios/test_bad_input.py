@@ -28,6 +28,13 @@ spec:
   tasks:
   - {{name: w, replicas: 1, template: {{spec: {pod}}}}}
 """
+TASK = """apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: j}}
+spec:
+  tasks:
+  - {{name: w, replicas: 1, template: {template}}}
+"""
 POD = """apiVersion: v1
 kind: Pod
 metadata:
@@ -174,6 +181,35 @@ spec:
             "apiVersion: v1\nkind: Pod\nmetadata: {name: x, creationTimestamp: 2024-13-45}\n",
             "malformed YAML: month must be in 1..12",
         ),
+        # Found by mutating the scenario files: each of these used to crash a controller
+        # mid-run, or the loader itself.
+        (
+            TASK.format(
+                template="{metadata: {annotations: {x/y: 3.5}}, spec: {containers: [{name: c}]}}"
+            ),
+            "Job default/j: spec.tasks[0].template.metadata.annotations[...]: "
+            "expected `str`, got `float`",
+        ),
+        (
+            TASK.format(
+                template="{metadata: {annotations: '12x'}, spec: {containers: [{name: c}]}}"
+            ),
+            "Job default/j: spec.tasks[0].template.metadata.annotations: "
+            "expected `object`, got `str`",
+        ),
+        (
+            JOB.format(spec="minAvailable: 1", pod="{containers: [{name: c}]}").replace(
+                "replicas: 1", "replicas: 1180591620717411303424"
+            ),
+            "document 1 (Job j): spec.tasks[0].replicas: expected `int` <= 2147483647",
+        ),
+        (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n"
+            "  selector: {matchLabels: app}\n"
+            "  template: {metadata: {labels: {app: d}}, spec: {containers: [{name: c}]}}\n",
+            "Deployment default/d: spec.selector.matchLabels must map label keys to values",
+        ),
+        ("apiVersion: v1\nkind: Pod\nmetadata: -1\n", "document 1 (Pod ?): metadata:"),
         ("a: " + "[" * 60000 + "]" * 60000 + "\n", "nested deeper than 100 levels"),
         ("- " * 60000 + "x\n", "nested deeper than 100 levels"),
     ],

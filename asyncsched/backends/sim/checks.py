@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from asyncsched.api import Command, Job, Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
+from asyncsched.api.meta import ObjectMeta
 from asyncsched.api.topology import HyperNode, hypernode_problems
 from asyncsched.api.validation import metadata_problems
 from asyncsched.backends.sim.fields import (
@@ -21,6 +22,7 @@ from asyncsched.backends.sim.fields import (
     ManifestError,
     pod_annotations_check,
     template_annotations,
+    template_metadata,
 )
 from asyncsched.backends.sim.objects import Deployment, SimObject
 from asyncsched.controllers.job import validate
@@ -62,12 +64,20 @@ def check_object(obj: SimObject, where: str) -> None:
         pod_annotations_check(obj.metadata.annotations, where)
     elif isinstance(obj, Job):
         for i, task in enumerate(obj.spec.tasks):
+            meta = _template_metadata(task.template, f"spec.tasks[{i}].template", where)
             at = f"{where}: spec.tasks[{i}].template.metadata"
-            pod_annotations_check(template_annotations(task.template), at)
+            pod_annotations_check(meta.annotations, at)
     elif isinstance(obj, Deployment):
         _check_deployment(obj, where)
     elif isinstance(obj, Command):
         _check_command(obj, where)
+
+
+def _template_metadata(template: Any, at: str, where: str) -> ObjectMeta:
+    try:
+        return template_metadata(template, at)
+    except ManifestError as exc:
+        raise ManifestError(f"{where}: {exc}") from None
 
 
 def _podgroup_problems(group: PodGroup) -> list[str]:
@@ -93,23 +103,23 @@ def _check_deployment(deploy: Deployment, where: str) -> None:
     if spec.replicas < 0:
         raise ManifestError(f"{where}: spec.replicas {spec.replicas} must not be negative")
     template = spec.template
-    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    meta = _template_metadata(template, "spec.template", where)
+    pod_spec = template.get("spec")
     if not isinstance(pod_spec, dict) or not pod_spec.get("containers"):
         raise ManifestError(f"{where}: spec.template.spec.containers must list a container")
-    notes = template_annotations(template)
-    pod_annotations_check(notes, f"{where}: spec.template.metadata")
-    if DURATION_ANNOTATION in notes:
+    pod_annotations_check(meta.annotations, f"{where}: spec.template.metadata")
+    if DURATION_ANNOTATION in meta.annotations:
         raise ManifestError(
             f"{where}: spec.template.metadata: annotation {DURATION_ANNOTATION} is not allowed "
             "on a Deployment: its pods serve until the end (a finished pod would be replaced "
             "forever)"
         )
     wanted = spec.selector.get("matchLabels") or {}
-    meta = template.get("metadata") or {}
-    labels = meta.get("labels") or {} if isinstance(meta, dict) else {}
+    if not isinstance(wanted, dict):
+        raise ManifestError(f"{where}: spec.selector.matchLabels must map label keys to values")
     if not wanted:
         raise ManifestError(f"{where}: spec.selector.matchLabels is required")
-    if any(labels.get(k) != v for k, v in wanted.items()):
+    if any(meta.labels.get(k) != v for k, v in wanted.items()):
         raise ManifestError(
             f"{where}: spec.selector.matchLabels {wanted} does not match the template's labels"
         )

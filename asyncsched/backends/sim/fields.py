@@ -12,6 +12,8 @@ from typing import Any
 import msgspec
 
 from asyncsched.api.core import PodSpec
+from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.validation import annotations_problems, labels_problems
 
 __all__ = [
     "DURATION_ANNOTATION",
@@ -27,6 +29,7 @@ __all__ = [
     "pod_annotations_check",
     "seconds_in",
     "seconds_problem",
+    "template_metadata",
     "template_pod_spec",
 ]
 
@@ -108,6 +111,24 @@ def template_pod_spec(template: Any, at: str) -> PodSpec:
         return msgspec.convert(raw or {}, PodSpec)
     except msgspec.ValidationError as exc:
         raise ManifestError(f"{at}.{path_message(exc)}") from None
+
+
+def template_metadata(template: Any, at: str) -> ObjectMeta:
+    """A pod template's metadata as the API server reads it (labels and annotations maps of
+    strings, with valid keys); ManifestError naming the field otherwise."""
+    if not isinstance(template, dict):
+        raise ManifestError(f"{at} must be an object with metadata and spec")
+    try:
+        meta = msgspec.convert(template.get("metadata") or {}, ObjectMeta)
+    except msgspec.ValidationError as exc:
+        raise ManifestError(f"{at}.metadata.{path_message(exc)}") from None
+    problems = [
+        *labels_problems(meta.labels, f"{at}.metadata.labels"),
+        *annotations_problems(meta.annotations, f"{at}.metadata.annotations"),
+    ]
+    if problems:
+        raise ManifestError("; ".join(problems))
+    return meta
 
 
 def template_annotations(template: Any) -> dict[str, str]:

@@ -186,7 +186,8 @@ def _decode(document: dict[str, Any], where: str) -> SimObject:
     kind = document.get("kind")
     if not isinstance(kind, str) or not isinstance(api_version, str):
         raise ManifestError(f"{where}: missing apiVersion or kind")
-    name = (document.get("metadata") or {}).get("name", "?")
+    meta = document.get("metadata")
+    name = meta.get("name", "?") if isinstance(meta, dict) else "?"
     target = _KINDS.get((api_version, kind))
     if target is None:
         known = ", ".join(f"{v} {k}" for v, k in _KINDS)

@@ -43,7 +43,7 @@ def _units(quantities: dict[str, Any], field: str, where: str) -> dict[str, int]
     units = {}
     for resource, value in quantities.items():
         try:
-            units[resource] = to_units(resource, value)
+            units[resource] = to_units(resource, value, strict=True)
         except QuantityError as exc:
             raise ManifestError(f"{where}: {field}.{resource}: {exc}") from None
         if units[resource] < 0:

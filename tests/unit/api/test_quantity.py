@@ -58,12 +58,28 @@ def test_units_cpu_in_millicores_others_rounded_up() -> None:
         ("cpu", "\u0661", "invalid quantity '\u0661'"),
     ],
 )
-def test_quantities_beyond_int64_or_not_finite_are_refused(
+def test_quantities_beyond_int64_or_not_finite_are_refused_when_strict(
     resource: str, value: str | int | float, expected: str
 ) -> None:
     with pytest.raises(QuantityError) as caught:
-        to_units(resource, value)
+        to_units(resource, value, strict=True)
     assert expected in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "units"),
+    [
+        ("cpu", "1e400", 2**63 - 1),
+        ("memory", "8Ei", 2**63 - 1),
+        ("memory", "-8Ei", -(2**63 - 1)),
+        ("cpu", "9223372036854775807", 2**63 - 1),
+    ],
+)
+def test_quantities_beyond_int64_are_capped_as_kubernetes_caps_them(
+    resource: str, value: str, units: int
+) -> None:
+    """What an API server hands over (already capped in its own unit) stays readable."""
+    assert to_units(resource, value) == units
 
 
 @pytest.mark.parametrize(
@@ -80,4 +96,4 @@ def test_quantities_beyond_int64_or_not_finite_are_refused(
 def test_quantities_up_to_int64_are_held_exactly(
     resource: str, value: str | int, units: int
 ) -> None:
-    assert to_units(resource, value) == units
+    assert to_units(resource, value, strict=True) == units

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from asyncsched.api.core import PodSpec
-from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.meta import Int32, ObjectMeta
 
 __all__ = [
     "DependsOn",
@@ -34,7 +34,7 @@ class LifecyclePolicy(msgspec.Struct, rename="camel", omit_defaults=True):
     action: str = ""
     event: str = ""
     events: list[str] = []
-    exit_code: int | None = None
+    exit_code: Int32 | None = None
     timeout: str | None = None
     """A Go duration (``90s``, ``5m``): the action waits this long after the event."""
 
@@ -59,30 +59,30 @@ class VolumeSpec(msgspec.Struct, rename="camel", omit_defaults=True):
 
 class TaskSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     name: str = ""
-    replicas: int = 0
-    min_available: int | None = None
+    replicas: Int32 = 0
+    min_available: Int32 | None = None
     template: dict[str, Any] = {}
     """The PodTemplateSpec exactly as written: ``{"metadata": ..., "spec": ...}``."""
     policies: list[LifecyclePolicy] = []
     topology_policy: str = ""
-    max_retry: int = 0
+    max_retry: Int32 = 0
     depends_on: DependsOn | None = None
     partition_policy: dict[str, Any] | None = None
 
 
 class JobSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     scheduler_name: str = ""
-    min_available: int = 0
+    min_available: Int32 = 0
     volumes: list[VolumeSpec] = []
     tasks: list[TaskSpec] = []
     policies: list[LifecyclePolicy] = []
     plugins: dict[str, list[str]] = {}
     running_estimate: str | None = None
     queue: str = ""
-    max_retry: int = 3
-    ttl_seconds_after_finished: int | None = None
+    max_retry: Int32 = 3
+    ttl_seconds_after_finished: Int32 | None = None
     priority_class_name: str = ""
-    min_success: int | None = None
+    min_success: Int32 | None = None
     network_topology: NetworkTopologySpec | None = None
 
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import msgspec
 
-from asyncsched.api.meta import Condition, ObjectMeta
+from asyncsched.api.meta import Condition, Int32, ObjectMeta
 
 __all__ = [
+    "SYSTEM_PRIORITY_CLASSES",
     "Affinity",
     "ConfigMap",
     "Container",
@@ -67,7 +68,7 @@ class NodeSelector(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 class PreferredSchedulingTerm(msgspec.Struct, rename="camel", omit_defaults=True):
-    weight: int
+    weight: Int32
     preference: NodeSelectorTerm
 
 
@@ -100,7 +101,7 @@ class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     init_containers: list[Container] = []
     overhead: dict[str, Quantity] = {}
     priority_class_name: str = ""
-    priority: int | None = None
+    priority: Int32 | None = None
     preemption_policy: str = ""
     restart_policy: str = "Always"
 
@@ -171,12 +172,19 @@ class ConfigMap(
     data: dict[str, str] = {}
 
 
+SYSTEM_PRIORITY_CLASSES = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+"""The PriorityClasses every Kubernetes API server creates itself, with their values."""
+
+
 class PriorityClass(
     msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="PriorityClass"
 ):
     api_version: str = "scheduling.k8s.io/v1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    value: int = 0
+    value: Int32 = 0
     global_default: bool = False
     preemption_policy: str = "PreemptLowerPriority"
     description: str = ""

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
-__all__ = ["Condition", "ObjectMeta", "OwnerReference"]
+__all__ = ["Condition", "Int32", "ObjectMeta", "OwnerReference"]
+
+Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+"""An int32 field of the Kubernetes or Volcano schema: the API server refuses larger
+values, and code multiplying them (replicas x requests) relies on it."""
 
 
 class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True):

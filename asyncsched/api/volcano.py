@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from asyncsched.api.meta import Condition, ObjectMeta
+from asyncsched.api.meta import Condition, Int32, ObjectMeta
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
@@ -28,8 +28,8 @@ Quantity = str | int | float
 
 
 class PodGroupSpec(msgspec.Struct, rename="camel", omit_defaults=True):
-    min_member: int = 1
-    min_task_member: dict[str, int] = {}
+    min_member: Int32 = 1
+    min_task_member: dict[str, Int32] = {}
     queue: str = "default"
     priority_class_name: str = ""
     min_resources: dict[str, Quantity] | None = None
@@ -58,13 +58,13 @@ class PodGroup(
 
 
 class QueueSpec(msgspec.Struct, rename="camel", omit_defaults=True):
-    weight: int = 1
+    weight: Int32 = 1
     capability: dict[str, Quantity] = {}
     deserved: dict[str, Quantity] = {}
     guarantee: dict[str, Any] = {}
     reclaimable: bool | None = None
     parent: str = ""
-    priority: int = 0
+    priority: Int32 = 0
 
 
 class QueueStatus(msgspec.Struct, rename="camel", omit_defaults=True):

@@ -12,6 +12,7 @@ from asyncsched.backends.kube import KubeError
 from asyncsched.backends.sim import ManifestError
 from asyncsched.cli import controllers, info, job, queue, scheduler, simulate
 from asyncsched.cli.exits import EXIT_BAD_INPUT, EXIT_UNREACHABLE
+from asyncsched.cli.output import CliError
 from asyncsched.framework import ConfigError, RegistryError
 
 __all__ = ["main"]
@@ -41,6 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ManifestError, ConfigError, RegistryError) as exc:
         print(f"asyncsched: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except CliError as exc:
+        print(f"asyncsched: error: {exc}", file=sys.stderr)
+        return exc.code
     except KubeError as exc:
         print(f"asyncsched: error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import IO, Any
 
 import msgspec
 
 from asyncsched.backends.config_source import ConfigSource
-from asyncsched.backends.sim import ManifestError, Simulation, load_manifests, summarize
+from asyncsched.backends.sim import Simulation, load_input, summarize
+from asyncsched.backends.sim.fields import seconds_problem
 from asyncsched.backends.sim.simulation import SimEvent
+from asyncsched.backends.sim.source import STDIN
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 from asyncsched.cli import examples
 from asyncsched.cli.exits import (
@@ -20,10 +23,13 @@ from asyncsched.cli.exits import (
     EXIT_OK,
     EXIT_STUCK,
 )
+from asyncsched.cli.output import CliError
 from asyncsched.cli.progress import Progress
 from asyncsched.framework import Registry
 
 __all__ = ["register"]
+
+_EXIT_CODES = {"deadlock": EXIT_DEADLOCK, "stuck": EXIT_STUCK, "interrupted": EXIT_INTERRUPTED}
 
 
 def register(commands: Any) -> None:
@@ -42,7 +48,7 @@ def register(commands: Any) -> None:
         default=[],
         metavar="FILE",
         help="a YAML file of Nodes, Pods, PodGroups, Queues, PriorityClasses, Jobs, Commands, "
-        "Deployments, Services, ConfigMaps",
+        "Deployments, Services, ConfigMaps, HyperNodes ('-' for stdin)",
     )
     examples.add_arguments(sim)
     sim.add_argument(
@@ -50,8 +56,12 @@ def register(commands: Any) -> None:
         metavar="CONF",
         help="scheduler configuration (Volcano format); default: built-in",
     )
-    sim.add_argument("--events", metavar="OUT.jsonl", help="write one JSON event per line")
-    sim.add_argument("--until", type=float, metavar="SECONDS", help="stop at this virtual time")
+    sim.add_argument(
+        "--events",
+        metavar="OUT.jsonl",
+        help="write one JSON event per line ('-' for stdout; the summary then goes to stderr)",
+    )
+    sim.add_argument("--until", metavar="SECONDS", help="stop at this virtual time")
     sim.add_argument(
         "--scheduler-name",
         action="append",
@@ -60,12 +70,10 @@ def register(commands: Any) -> None:
     )
     sim.add_argument(
         "--period",
-        type=float,
-        default=1.0,
+        default="1",
         metavar="SECONDS",
         help="schedule period in virtual seconds (default 1)",
     )
-
     sim.add_argument(
         "--summary-json",
         metavar="FILE",
@@ -76,7 +84,7 @@ def register(commands: Any) -> None:
         "--output",
         choices=("text", "json"),
         default="text",
-        help="the summary on stdout as text (default) or as JSON",
+        help="the summary as text (default) or as JSON",
     )
     sim.set_defaults(func=_simulate)
 
@@ -87,45 +95,62 @@ def _simulate(args: argparse.Namespace) -> int:
         return EXIT_OK
     files = examples.example_files(args) + args.filename
     if not files:
-        raise ManifestError("nothing to simulate: give -f FILE or --example NAME")
-    manifests = load_manifests(files)
+        raise CliError("nothing to simulate: give -f FILE or --example NAME", EXIT_BAD_INPUT)
+    until = _seconds(args.until, "--until") if args.until is not None else None
+    period = _seconds(args.period, "--period", positive=True)
+    inputs = [*files, *([args.config] if args.config else [])]
+    for flag, path in (("--events", args.events), ("--summary-json", args.summary_json)):
+        if path and path != STDIN:
+            _check_not_an_input(flag, path, inputs)
+    if args.summary_json == STDIN:
+        raise CliError("--summary-json -: use -o json for the summary on stdout", EXIT_BAD_INPUT)
+    loaded = load_input(files)
     config = ConfigSource(Registry(), args.config)
-    for warning in config.current.configuration.warnings:
+    for warning in [*loaded.warnings, *config.current.configuration.warnings]:
         print(f"asyncsched: warning: {warning}", file=sys.stderr)
     names = tuple(args.scheduler_name) if args.scheduler_name else DEFAULT_SCHEDULER_NAMES
-    out: IO[bytes] | None = None
-    if args.events:
-        try:
-            out = open(args.events, "wb")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise ManifestError(f"{args.events}: cannot write: {exc.strerror or exc}") from None
+    out = _events_out(args.events)
     encoder = msgspec.json.Encoder()
 
     def write(event: SimEvent) -> None:
         if out is not None:
             out.write(encoder.encode(event) + b"\n")
 
-    sim = Simulation(manifests, config, scheduler_names=names, period=args.period, on_event=write)
+    sim = Simulation(loaded.manifests, config, scheduler_names=names, period=period, on_event=write)
     try:
         with Progress() as progress:
-            outcome = sim.run(until=args.until, progress=progress)
+            outcome = sim.run(until=until, progress=progress)
     except KeyboardInterrupt:
         outcome = sim.interrupted()
     finally:
-        if out is not None:
+        if out is sys.stdout.buffer:
+            out.flush()
+        elif out is not None:
             out.close()
     report = summarize(sim, outcome)
     if args.summary_json:
         _write(args.summary_json, report.to_json())
+    # With the events on stdout, the summary goes to stderr so the two never mix.
+    to = sys.stderr if args.events == STDIN else sys.stdout
     if args.output == "json":
-        sys.stdout.buffer.write(report.to_json())
-        sys.stdout.flush()
+        to.buffer.write(report.to_json())
+        to.flush()
     else:
-        print(report.render())
+        print(report.render(), file=to)
     return _EXIT_CODES.get(outcome.reason, EXIT_OK)
 
 
-_EXIT_CODES = {"deadlock": EXIT_DEADLOCK, "stuck": EXIT_STUCK, "interrupted": EXIT_INTERRUPTED}
+def _events_out(path: str | None) -> IO[bytes] | None:
+    if path == STDIN:
+        return sys.stdout.buffer
+    if not path:
+        return None
+    try:
+        return open(path, "wb")
+    except OSError as exc:
+        raise CliError(
+            f"--events {path}: cannot write: {exc.strerror or exc}", EXIT_BAD_INPUT
+        ) from None
 
 
 def _write(path: str, data: bytes) -> None:
@@ -133,4 +158,29 @@ def _write(path: str, data: bytes) -> None:
         with open(path, "wb") as out:
             out.write(data)
     except OSError as exc:
-        raise ManifestError(f"--summary-json {path}: cannot write: {exc.strerror or exc}") from None
+        raise CliError(
+            f"--summary-json {path}: cannot write: {exc.strerror or exc}", EXIT_BAD_INPUT
+        ) from None
+
+
+def _seconds(raw: str, flag: str, *, positive: bool = False) -> float:
+    value, why = seconds_problem(raw, positive=positive)
+    if why:
+        raise CliError(f"{flag}: {why}", EXIT_BAD_INPUT)
+    return value
+
+
+def _check_not_an_input(flag: str, output: str, inputs: list[str]) -> None:
+    """Writing over an input (or the configuration) would destroy it."""
+    for path in inputs:
+        if path == STDIN:
+            continue
+        try:
+            same = os.path.samefile(output, path)
+        except OSError:  # one of them does not exist (yet): not the same file
+            continue
+        if same:
+            raise CliError(
+                f"{flag} {output}: is also an input ({path}); it would be overwritten",
+                EXIT_BAD_INPUT,
+            )

@@ -76,16 +76,35 @@ def simulation(*files: str, until: float | None = None) -> Simulation:
 
 
 def refused(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, cluster: str, content: str
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    cluster: str | None,
+    content: str | bytes,
+    extra: list[str] | None = None,
 ) -> tuple[Path, str]:
-    """Simulate ``cluster`` plus a file holding ``content``; assert the run is refused with
-    exactly one line, exit 2 and no events written. Returns the bad file and that line."""
+    """Simulate ``cluster`` (if any) plus a file holding ``content``; assert the run is refused
+    with exactly one line, exit 2 and no events written. Returns the bad file and that line."""
     bad = tmp_path / "bad.yaml"
-    bad.write_text(content)
+    if isinstance(content, bytes):
+        bad.write_bytes(content)
+    else:
+        bad.write_text(content)
+    files = ([] if cluster is None else ["-f", str(YAML / cluster)]) + ["-f", str(bad)]
+    return bad, refused_flags(capsys, tmp_path, [*files, *(extra or [])])
+
+
+def refused_flags(capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str]) -> str:
+    """Run ``asyncsched simulate ARGV`` (with ``--events`` into tmp_path unless ARGV names
+    one); assert one line on stderr, exit 2, nothing on stdout and no events written."""
     events = tmp_path / "events.jsonl"
-    code = main(["simulate", "-f", str(YAML / cluster), "-f", str(bad), "--events", str(events)])
-    err = capsys.readouterr().err
-    assert code == 2
+    if "--events" not in argv:
+        argv = [*argv, "--events", str(events)]
+    code = main(["simulate", *argv])
+    captured = capsys.readouterr()
+    err = captured.err
+    assert code == 2, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("asyncsched: error: "), err
+    assert captured.out == "", captured.out
     assert not events.exists(), "nothing may run when any input is bad"
-    return bad, err
+    return err

@@ -1,47 +1,101 @@
-"""Checks of the workloads in the input: Jobs (Volcano's admission), Deployments, Commands.
+"""Checks of the input against Kubernetes' and Volcano's admission: names, PodGroups,
+Queues, HyperNodes, Jobs, Deployments, Commands, and what objects refer to.
 
-They run before the simulation starts, so a Job the admission webhook would
-refuse stops the run with one line, as ``kubectl apply`` of it would fail at
-once. Only what depends on the cluster at submission time (the queue being
-there and Open) is checked again when the Job is submitted.
+They run before the simulation starts, so an object the API server or a
+webhook would refuse stops the run with one line, as ``kubectl apply`` of it
+would fail at once. Only what depends on the cluster at submission time (the
+queue being there and Open) is checked again when a Job is submitted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from asyncsched.api import Command, Job, Pod, Queue
+from asyncsched.api import Command, Job, Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
+from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.topology import HyperNode, hypernode_problems
+from asyncsched.api.validation import metadata_problems
 from asyncsched.backends.sim.fields import (
     DURATION_ANNOTATION,
     ManifestError,
     pod_annotations_check,
     template_annotations,
+    template_metadata,
 )
 from asyncsched.backends.sim.objects import Deployment, SimObject
 from asyncsched.controllers.job import validate
+from asyncsched.controllers.podgroup import QUEUE_NAME_ANNOTATION
 
 if TYPE_CHECKING:
     from asyncsched.backends.sim.manifests import Manifest
 
-__all__ = ["JOB_COMMANDS", "QUEUE_COMMANDS", "check_object", "check_workloads"]
+__all__ = [
+    "JOB_COMMANDS",
+    "MAX_QUEUE_WEIGHT",
+    "QUEUE_COMMANDS",
+    "check_object",
+    "check_something_to_schedule",
+    "check_workloads",
+]
 
 JOB_COMMANDS = ("AbortJob", "ResumeJob", "RestartJob", "TerminateJob", "CompleteJob")
 QUEUE_COMMANDS = ("OpenQueue", "CloseQueue")
+MAX_QUEUE_WEIGHT = 65535
+"""Volcano's Queue CRD: weight from 1 to 65535 (its mutating webhook turns 0 into 1)."""
 
 
 def check_object(obj: SimObject, where: str) -> None:
     """What can be told about one object alone."""
+    meta = obj.metadata
+    problems = metadata_problems(
+        type(obj).__name__, meta.name, meta.namespace, meta.labels, meta.annotations
+    )
+    if isinstance(obj, PodGroup):
+        problems += _podgroup_problems(obj)
+    elif isinstance(obj, Queue) and not 0 <= obj.spec.weight <= MAX_QUEUE_WEIGHT:
+        problems.append(f"spec.weight {obj.spec.weight} must be from 1 to {MAX_QUEUE_WEIGHT}")
+    elif isinstance(obj, HyperNode):
+        problems += hypernode_problems(obj)
+    if problems:
+        raise ManifestError(f"{where}: " + "; ".join(problems))
     if isinstance(obj, Pod):
         pod_annotations_check(obj.metadata.annotations, where)
     elif isinstance(obj, Job):
         for i, task in enumerate(obj.spec.tasks):
+            meta = _template_metadata(task.template, f"spec.tasks[{i}].template", where)
             at = f"{where}: spec.tasks[{i}].template.metadata"
-            pod_annotations_check(template_annotations(task.template), at)
+            pod_annotations_check(meta.annotations, at)
     elif isinstance(obj, Deployment):
         _check_deployment(obj, where)
     elif isinstance(obj, Command):
         _check_command(obj, where)
+
+
+def _template_metadata(template: Any, at: str, where: str) -> ObjectMeta:
+    try:
+        return template_metadata(template, at)
+    except ManifestError as exc:
+        raise ManifestError(f"{where}: {exc}") from None
+
+
+def _podgroup_problems(group: PodGroup) -> list[str]:
+    """Volcano's PodGroup CRD and webhook: minMember not negative, a sound networkTopology."""
+    spec = group.spec
+    problems = []
+    if spec.min_member < 0:
+        problems.append(f"spec.minMember {spec.min_member} must not be negative")
+    topology = spec.network_topology or {}
+    mode = topology.get("mode", "hard")
+    if mode not in ("hard", "soft"):
+        problems.append(f"spec.networkTopology.mode {mode!r} must be 'hard' or 'soft'")
+    tier = topology.get("highestTierAllowed")
+    if tier is not None and (not isinstance(tier, int) or isinstance(tier, bool) or tier < 0):
+        problems.append(f"spec.networkTopology.highestTierAllowed {tier!r} must be an integer >= 0")
+    if tier is not None and topology.get("highestTierName"):
+        problems.append("spec.networkTopology: set highestTierAllowed or highestTierName, not both")
+    return problems
 
 
 def _check_deployment(deploy: Deployment, where: str) -> None:
@@ -49,23 +103,23 @@ def _check_deployment(deploy: Deployment, where: str) -> None:
     if spec.replicas < 0:
         raise ManifestError(f"{where}: spec.replicas {spec.replicas} must not be negative")
     template = spec.template
-    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    meta = _template_metadata(template, "spec.template", where)
+    pod_spec = template.get("spec")
     if not isinstance(pod_spec, dict) or not pod_spec.get("containers"):
         raise ManifestError(f"{where}: spec.template.spec.containers must list a container")
-    notes = template_annotations(template)
-    pod_annotations_check(notes, f"{where}: spec.template.metadata")
-    if DURATION_ANNOTATION in notes:
+    pod_annotations_check(meta.annotations, f"{where}: spec.template.metadata")
+    if DURATION_ANNOTATION in meta.annotations:
         raise ManifestError(
             f"{where}: spec.template.metadata: annotation {DURATION_ANNOTATION} is not allowed "
             "on a Deployment: its pods serve until the end (a finished pod would be replaced "
             "forever)"
         )
     wanted = spec.selector.get("matchLabels") or {}
-    meta = template.get("metadata") or {}
-    labels = meta.get("labels") or {} if isinstance(meta, dict) else {}
+    if not isinstance(wanted, dict):
+        raise ManifestError(f"{where}: spec.selector.matchLabels must map label keys to values")
     if not wanted:
         raise ManifestError(f"{where}: spec.selector.matchLabels is required")
-    if any(labels.get(k) != v for k, v in wanted.items()):
+    if any(meta.labels.get(k) != v for k, v in wanted.items()):
         raise ManifestError(
             f"{where}: spec.selector.matchLabels {wanted} does not match the template's labels"
         )
@@ -84,13 +138,16 @@ def _check_command(command: Command, where: str) -> None:
 
 
 def check_workloads(manifests: Sequence[Manifest]) -> None:
-    """Every Job passes admission against the queues of the input; every Command's target
-    is declared."""
+    """Every Job passes admission against the queues of the input; every PodGroup's queue,
+    every PriorityClass named and every Command's target is declared."""
     queues: dict[str, str] = {"default": "Open"}
     children: dict[str, int] = {}
     jobs: set[tuple[str, str]] = set()
+    classes = set(SYSTEM_PRIORITY_CLASSES)
     for m in manifests:
-        if isinstance(m.obj, Queue):
+        if isinstance(m.obj, PriorityClass):
+            classes.add(m.obj.metadata.name)
+        elif isinstance(m.obj, Queue):
             queues[m.obj.metadata.name] = "Open"
             parent = m.obj.spec.parent
             if parent:
@@ -98,6 +155,8 @@ def check_workloads(manifests: Sequence[Manifest]) -> None:
         elif isinstance(m.obj, Job):
             jobs.add((m.obj.metadata.namespace, m.obj.metadata.name))
     for m in manifests:
+        _check_priority_classes(m, classes)
+        _check_queue_names(m, queues)
         if isinstance(m.obj, Job):
             problems = validate(m.obj, queues, queue_children=children)
             if problems:
@@ -113,3 +172,67 @@ def check_workloads(manifests: Sequence[Manifest]) -> None:
                 raise ManifestError(
                     f"{m.source}: targets {target.kind} {target.name!r}, which is not declared"
                 )
+
+
+def _check_priority_classes(m: Manifest, declared: set[str]) -> None:
+    """Kubernetes' Priority admission refuses a pod naming no PriorityClass; a PodGroup's
+    or a Job's would leave every pod of it unable to be created."""
+    for field, name in _priority_class_names(m.obj):
+        if name and name not in declared:
+            raise ManifestError(
+                f"{m.source}: {field}: no PriorityClass named {name!r} is declared "
+                f"(only {' and '.join(sorted(SYSTEM_PRIORITY_CLASSES))} exist without one)"
+            )
+
+
+def _priority_class_names(obj: SimObject) -> list[tuple[str, str]]:
+    if isinstance(obj, Pod):
+        return [("spec.priorityClassName", obj.spec.priority_class_name)]
+    if isinstance(obj, PodGroup):
+        return [("spec.priorityClassName", obj.spec.priority_class_name)]
+    templates: list[tuple[str, Any]] = []
+    if isinstance(obj, Job):
+        found = [("spec.priorityClassName", obj.spec.priority_class_name)]
+        tasks = enumerate(obj.spec.tasks)
+        templates = [(f"spec.tasks[{i}].template", task.template) for i, task in tasks]
+    elif isinstance(obj, Deployment):
+        found = []
+        templates = [("spec.template", obj.spec.template)]
+    else:
+        return []
+    for at, template in templates:
+        spec = template.get("spec") if isinstance(template, dict) else None
+        name = spec.get("priorityClassName") if isinstance(spec, dict) else None
+        found.append((f"{at}.spec.priorityClassName", str(name or "")))
+    return found
+
+
+def _check_queue_names(m: Manifest, queues: Mapping[str, str]) -> None:
+    """Volcano's PodGroup webhook refuses a PodGroup whose queue does not exist, as its Job
+    webhook refuses such a Job; a pod's queue-name annotation becomes its PodGroup's queue."""
+    if isinstance(m.obj, PodGroup):
+        field, queue = "spec.queue", m.obj.spec.queue
+    elif isinstance(m.obj, Pod):
+        field, queue = (
+            f"annotation {QUEUE_NAME_ANNOTATION}",
+            m.obj.metadata.annotations.get(QUEUE_NAME_ANNOTATION, ""),
+        )
+    elif isinstance(m.obj, Deployment):
+        field = f"spec.template.metadata: annotation {QUEUE_NAME_ANNOTATION}"
+        queue = template_annotations(m.obj.spec.template).get(QUEUE_NAME_ANNOTATION, "")
+    else:
+        return
+    if queue and queue not in queues:
+        raise ManifestError(
+            f"{m.source}: refused by admission: {field}: queue {queue!r} does not exist"
+        )
+
+
+def check_something_to_schedule(manifests: Sequence[Manifest], sources: Sequence[str]) -> None:
+    """An input with no objects, or no Node, can schedule nothing: say so rather than report
+    a run in which nothing happened."""
+    named = ", ".join(sources)
+    if not manifests:
+        raise ManifestError(f"{named}: no objects in the input: nothing to simulate")
+    if not any(isinstance(m.obj, Node) for m in manifests):
+        raise ManifestError(f"{named}: no Node in the input: nothing can be scheduled")

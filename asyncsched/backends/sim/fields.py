@@ -6,25 +6,30 @@ which both must name the file, the object and the field at fault.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from asyncsched.api.core import PodSpec
+from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.validation import annotations_problems, labels_problems
 
 __all__ = [
     "DURATION_ANNOTATION",
     "EXIT_CODE_ANNOTATION",
     "FAIL_AFTER_ANNOTATION",
+    "MAX_SECONDS",
     "NEEDS_WHOLE_GROUP_ANNOTATION",
+    "SECONDS_RANGE",
     "SUBMIT_AT_ANNOTATION",
     "ManifestError",
     "exit_code_in",
     "path_message",
     "pod_annotations_check",
-    "pod_spec_quantities",
     "seconds_in",
+    "seconds_problem",
+    "template_metadata",
     "template_pod_spec",
 ]
 
@@ -33,6 +38,11 @@ DURATION_ANNOTATION = "simulation.asyncsched.io/duration"
 NEEDS_WHOLE_GROUP_ANNOTATION = "simulation.asyncsched.io/needs-whole-group"
 FAIL_AFTER_ANNOTATION = "simulation.asyncsched.io/fail-after"
 EXIT_CODE_ANNOTATION = "simulation.asyncsched.io/exit-code"
+
+MAX_SECONDS = 1e9
+"""The longest virtual time anything may name (about 32 years): far beyond any run worth
+simulating, and small enough that float seconds keep microsecond precision."""
+SECONDS_RANGE = f"{MAX_SECONDS:.0f} (about {MAX_SECONDS / 31_557_600:.0f} years)"
 
 
 class ManifestError(ValueError):
@@ -47,19 +57,27 @@ def path_message(exc: msgspec.ValidationError) -> str:
     return message
 
 
-def seconds_in(annotations: Mapping[str, str], key: str, where: str) -> float | None:
-    """A non-negative number of seconds from ``annotations[key]``, or None when absent."""
-    raw = annotations.get(key)
-    if raw is None:
-        return None
+def seconds_problem(raw: str, *, positive: bool = False) -> tuple[float, str]:
+    """``raw`` read as virtual seconds, and what is wrong with it ("" when nothing): it
+    must be a finite number from 0 (more than 0 when ``positive``) to :data:`MAX_SECONDS`."""
     try:
         value = float(raw)
     except ValueError:
-        value = -1.0
-    if value < 0 or value != value:
-        raise ManifestError(
-            f"{where}: annotation {key} must be a number of seconds >= 0, got {raw!r}"
-        )
+        return 0.0, f"must be a number of seconds, got {raw!r}"
+    span = "more than 0 and at most" if positive else "from 0 to"
+    if not 0 <= value <= MAX_SECONDS or (positive and value == 0):  # nan fails both
+        return 0.0, f"must be a number of seconds {span} {SECONDS_RANGE}, got {raw!r}"
+    return value, ""
+
+
+def seconds_in(annotations: Mapping[str, str], key: str, where: str) -> float | None:
+    """A number of seconds from ``annotations[key]``, or None when absent."""
+    raw = annotations.get(key)
+    if raw is None:
+        return None
+    value, why = seconds_problem(raw)
+    if why:
+        raise ManifestError(f"{where}: annotation {key} {why}")
     return value
 
 
@@ -86,17 +104,6 @@ def pod_annotations_check(annotations: Mapping[str, str], where: str) -> None:
     exit_code_in(annotations, where)
 
 
-def pod_spec_quantities(spec: PodSpec, at: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    for kind, containers in (
-        ("containers", spec.containers),
-        ("initContainers", spec.init_containers),
-    ):
-        for i, c in enumerate(containers):
-            yield f"{at}.{kind}[{i}].resources.requests", c.resources.requests
-            yield f"{at}.{kind}[{i}].resources.limits", c.resources.limits
-    yield f"{at}.overhead", spec.overhead
-
-
 def template_pod_spec(template: Any, at: str) -> PodSpec:
     """A pod template's spec as the scheduler reads it; ManifestError if it cannot be read."""
     raw = template.get("spec") if isinstance(template, dict) else None
@@ -104,6 +111,24 @@ def template_pod_spec(template: Any, at: str) -> PodSpec:
         return msgspec.convert(raw or {}, PodSpec)
     except msgspec.ValidationError as exc:
         raise ManifestError(f"{at}.{path_message(exc)}") from None
+
+
+def template_metadata(template: Any, at: str) -> ObjectMeta:
+    """A pod template's metadata as the API server reads it (labels and annotations maps of
+    strings, with valid keys); ManifestError naming the field otherwise."""
+    if not isinstance(template, dict):
+        raise ManifestError(f"{at} must be an object with metadata and spec")
+    try:
+        meta = msgspec.convert(template.get("metadata") or {}, ObjectMeta)
+    except msgspec.ValidationError as exc:
+        raise ManifestError(f"{at}.metadata.{path_message(exc)}") from None
+    problems = [
+        *labels_problems(meta.labels, f"{at}.metadata.labels"),
+        *annotations_problems(meta.annotations, f"{at}.metadata.annotations"),
+    ]
+    if problems:
+        raise ManifestError("; ".join(problems))
+    return meta
 
 
 def template_annotations(template: Any) -> dict[str, str]:

@@ -2,15 +2,17 @@
 
 Everything is read and checked before the simulation starts, so a bad file
 changes nothing: either every object loads or the run stops with a message
-naming the file, the document and the problem.
+naming the file, the document and the problem. What loads but will not be
+done as written comes back as warnings, one line each.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import yaml
@@ -23,12 +25,16 @@ from asyncsched.api import (
     Pod,
     PodGroup,
     PriorityClass,
-    QuantityError,
     Queue,
-    to_units,
 )
 from asyncsched.api.core import ConfigMap
-from asyncsched.backends.sim.checks import check_object, check_workloads
+from asyncsched.api.topology import HyperNode
+from asyncsched.backends.sim.caveats import caveats, with_volcano_defaults
+from asyncsched.backends.sim.checks import (
+    check_object,
+    check_something_to_schedule,
+    check_workloads,
+)
 from asyncsched.backends.sim.fields import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
@@ -37,21 +43,24 @@ from asyncsched.backends.sim.fields import (
     SUBMIT_AT_ANNOTATION,
     ManifestError,
     path_message,
-    pod_spec_quantities,
     seconds_in,
-    template_pod_spec,
 )
 from asyncsched.backends.sim.objects import Deployment, Service, SimObject
+from asyncsched.backends.sim.quantities import check_node_totals, check_quantities
+from asyncsched.backends.sim.source import STDIN, STDIN_NAME, check_depth, read_input
 
 __all__ = [
     "DURATION_ANNOTATION",
     "EXIT_CODE_ANNOTATION",
     "FAIL_AFTER_ANNOTATION",
     "NEEDS_WHOLE_GROUP_ANNOTATION",
+    "STDIN",
     "SUBMIT_AT_ANNOTATION",
+    "Input",
     "Manifest",
     "ManifestError",
     "SimObject",
+    "load_input",
     "load_manifests",
     "parse_manifests",
 ]
@@ -67,8 +76,9 @@ _KINDS: dict[tuple[str, str], type[Any]] = {
     ("apps/v1", "Deployment"): Deployment,
     ("v1", "Service"): Service,
     ("v1", "ConfigMap"): ConfigMap,
+    ("topology.volcano.sh/v1alpha1", "HyperNode"): HyperNode,
 }
-_CLUSTER_SCOPED = (Node, Queue, PriorityClass)
+_CLUSTER_SCOPED = (Node, Queue, PriorityClass, HyperNode)
 _UPDATABLE = (Deployment,)
 """Kinds a later document of the same name updates (at its own submit-at)."""
 
@@ -82,27 +92,49 @@ class Manifest:
     source: str
 
 
-def load_manifests(paths: Iterable[str | Path]) -> list[Manifest]:
-    """Read every file, then check references across them; ManifestError on the first problem."""
+@dataclass(frozen=True)
+class Input:
+    """Everything the input declares, and the warnings to show before the run."""
+
+    manifests: list[Manifest]
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_input(paths: Iterable[str | Path], stdin: BinaryIO | None = None) -> Input:
+    """Read every file (``-``: ``stdin``), then check references across them and that
+    something can be scheduled; ManifestError on the first problem."""
     manifests: list[Manifest] = []
+    warnings: list[str] = []
+    names: list[str] = []
     for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ManifestError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        manifests.extend(parse_manifests(text, str(path)))
+        if str(path) == STDIN and STDIN_NAME in names:
+            raise ManifestError("-f -: standard input can be read only once")
+        text, name = read_input(path, stdin or sys.stdin.buffer)
+        names.append(name)
+        manifests.extend(parse_manifests(text, name, warnings))
     check_references(manifests)
-    return manifests
+    check_node_totals(manifests)
+    check_something_to_schedule(manifests, names)
+    return Input(manifests, warnings)
 
 
-def parse_manifests(text: str, source: str) -> list[Manifest]:
+def load_manifests(paths: Iterable[str | Path]) -> list[Manifest]:
+    """The manifests of :func:`load_input`, without its warnings."""
+    return load_input(paths).manifests
+
+
+def parse_manifests(text: str, source: str, warnings: list[str] | None = None) -> list[Manifest]:
+    """The objects of one file, each checked alone; its warnings are added to ``warnings``."""
     found = []
     for index, document in _documents(text, source):
         where = f"{source}: document {index}"
         obj = _decode(document, where)
         where = f"{source}: {_describe(obj)}"
-        _check_quantities(obj, where)
+        check_quantities(obj, where)
         check_object(obj, where)
+        if warnings is not None:
+            warnings.extend(f"{where}: {caveat}" for caveat in caveats(obj))
+        obj = with_volcano_defaults(obj)
         found.append(Manifest(obj=obj, submit_at=_submit_at(obj, where), source=where))
     return found
 
@@ -130,6 +162,7 @@ def check_references(manifests: list[Manifest]) -> None:
 
 
 def _documents(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    check_depth(text, source)
     try:
         documents = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
     except yaml.YAMLError as exc:
@@ -137,6 +170,9 @@ def _documents(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ManifestError(f"{source}: malformed YAML{where}: {problem}") from None
+    except ValueError as exc:  # a scalar YAML resolves but Python cannot build (2024-13-45)
+        problem = str(exc).splitlines()[0].split(";")[0]  # not Python's advice after ';'
+        raise ManifestError(f"{source}: malformed YAML: {problem}") from None
     for index, document in enumerate(documents, start=1):
         if document is None:
             continue
@@ -150,7 +186,8 @@ def _decode(document: dict[str, Any], where: str) -> SimObject:
     kind = document.get("kind")
     if not isinstance(kind, str) or not isinstance(api_version, str):
         raise ManifestError(f"{where}: missing apiVersion or kind")
-    name = (document.get("metadata") or {}).get("name", "?")
+    meta = document.get("metadata")
+    name = meta.get("name", "?") if isinstance(meta, dict) else "?"
     target = _KINDS.get((api_version, kind))
     if target is None:
         known = ", ".join(f"{v} {k}" for v, k in _KINDS)
@@ -175,44 +212,6 @@ def _describe(obj: SimObject) -> str:
     meta = obj.metadata
     kind = type(obj).__name__
     return f"{kind} {meta.namespace}/{meta.name}" if meta.namespace else f"{kind} {meta.name}"
-
-
-def _check_quantities(obj: SimObject, where: str) -> None:
-    try:
-        fields = list(_quantity_fields(obj))
-    except ManifestError as exc:
-        raise ManifestError(f"{where}: {exc}") from None
-    for field, quantities in fields:
-        for resource, value in quantities.items():
-            try:
-                to_units(resource, value)
-            except QuantityError:
-                raise ManifestError(
-                    f"{where}: {field}.{resource}: invalid quantity {value!r}"
-                ) from None
-
-
-def _quantity_fields(obj: SimObject) -> Iterator[tuple[str, dict[str, Any]]]:
-    if isinstance(obj, Pod):
-        yield from pod_spec_quantities(obj.spec, "spec")
-    elif isinstance(obj, Job):
-        for i, task in enumerate(obj.spec.tasks):
-            at = f"spec.tasks[{i}].template.spec"
-            yield from pod_spec_quantities(template_pod_spec(task.template, at), at)
-    elif isinstance(obj, Deployment):
-        at = "spec.template.spec"
-        yield from pod_spec_quantities(template_pod_spec(obj.spec.template, at), at)
-    elif isinstance(obj, Node):
-        yield "status.allocatable", obj.status.allocatable
-        yield "status.capacity", obj.status.capacity
-    elif isinstance(obj, PodGroup):
-        yield "spec.minResources", obj.spec.min_resources or {}
-    elif isinstance(obj, Queue):
-        yield "spec.capability", obj.spec.capability
-        yield "spec.deserved", obj.spec.deserved
-        guarantee = obj.spec.guarantee.get("resource") if obj.spec.guarantee else None
-        if isinstance(guarantee, dict):
-            yield "spec.guarantee.resource", guarantee
 
 
 def _submit_at(obj: SimObject, where: str) -> float:

@@ -15,7 +15,7 @@ import msgspec
 
 from asyncsched.api import Command, Job, KubeObject
 from asyncsched.api.core import ConfigMap
-from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.meta import Int32, ObjectMeta
 from asyncsched.api.topology import HyperNode
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
 
 
 class DeploymentSpec(msgspec.Struct, rename="camel"):
-    replicas: int = 1
+    replicas: Int32 = 1
     selector: dict[str, Any] = {}
     template: dict[str, Any] = {}
     """The PodTemplateSpec as written: ``{"metadata": ..., "spec": ...}``."""

@@ -10,7 +10,7 @@ queue being there and Open) is checked again when a Job is submitted.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asyncsched.api import Command, Job, Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
@@ -24,12 +24,9 @@ from asyncsched.backends.sim.fields import (
     template_annotations,
     template_metadata,
 )
-from asyncsched.backends.sim.objects import Deployment, SimObject
+from asyncsched.backends.sim.objects import Deployment, Manifest, SimObject
 from asyncsched.controllers.job import validate
 from asyncsched.controllers.podgroup import QUEUE_NAME_ANNOTATION
-
-if TYPE_CHECKING:
-    from asyncsched.backends.sim.manifests import Manifest
 
 __all__ = [
     "JOB_COMMANDS",

@@ -45,7 +45,7 @@ from asyncsched.backends.sim.fields import (
     path_message,
     seconds_in,
 )
-from asyncsched.backends.sim.objects import Deployment, Service, SimObject
+from asyncsched.backends.sim.objects import Deployment, Manifest, Service, SimObject
 from asyncsched.backends.sim.quantities import check_node_totals, check_quantities
 from asyncsched.backends.sim.source import STDIN, STDIN_NAME, check_depth, read_input
 
@@ -81,15 +81,6 @@ _KINDS: dict[tuple[str, str], type[Any]] = {
 _CLUSTER_SCOPED = (Node, Queue, PriorityClass, HyperNode)
 _UPDATABLE = (Deployment,)
 """Kinds a later document of the same name updates (at its own submit-at)."""
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """One object to create, and when (virtual seconds after the start)."""
-
-    obj: SimObject
-    submit_at: float
-    source: str
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ specs stay plain dicts so no field a user wrote is lost.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -21,6 +22,7 @@ from asyncsched.api.topology import HyperNode
 __all__ = [
     "Deployment",
     "DeploymentSpec",
+    "Manifest",
     "NetworkPolicy",
     "ReplicaSet",
     "ReplicaSetSpec",
@@ -83,3 +85,13 @@ class NetworkPolicy(
 
 SimObject = KubeObject | Job | Command | Deployment | Service | ConfigMap | HyperNode
 """Everything the simulator reads from users' YAML."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One object a user submits, and when (virtual seconds after the start)."""
+
+    obj: SimObject
+    submit_at: float
+    source: str
+    """Where it was read, for messages: ``FILE: Kind namespace/name``."""

@@ -11,17 +11,14 @@ beyond that the arrays would wrap around and the run would be silently wrong.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asyncsched.api import Job, Node, Pod, PodGroup, QuantityError, Queue, to_units
 from asyncsched.api.core import PodSpec
 from asyncsched.api.quantity import MAX_UNITS, unit_name
 from asyncsched.backends.sim.fields import ManifestError, template_pod_spec
-from asyncsched.backends.sim.objects import Deployment, SimObject
+from asyncsched.backends.sim.objects import Deployment, Manifest, SimObject
 from asyncsched.model.node import node_allocatable
-
-if TYPE_CHECKING:
-    from asyncsched.backends.sim.manifests import Manifest
 
 __all__ = ["check_node_totals", "check_quantities"]
 

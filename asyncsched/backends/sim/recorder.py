@@ -37,6 +37,8 @@ __all__ = [
 
 SimEvent = dict[str, Any]
 USER = "user"
+APISERVER = "apiserver"
+"""The API server itself, making what every cluster has (the system PriorityClasses)."""
 _NOTE_EVENTS = {"FailedScheduling": "unschedulable", "FailedCreate": "failed"}
 """Kubernetes Event reasons that appear in the event stream, and as what."""
 
@@ -169,6 +171,8 @@ class Recorder:
     # -- watch events --------------------------------------------------------------
 
     def _changed(self, change: WatchEvent) -> None:
+        if change.actor == APISERVER:
+            return
         kind = change.kind
         if kind is Pod:
             self._pod(change)

@@ -23,18 +23,19 @@ from typing import Any, Protocol
 
 import msgspec
 
-from asyncsched.api import GROUP_NAME_ANNOTATION, Pod, PodGroup
+from asyncsched.api import GROUP_NAME_ANNOTATION, Pod, PodGroup, PriorityClass
+from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
+from asyncsched.api.meta import ObjectMeta
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim.agenda import Agenda
 from asyncsched.backends.sim.gc import GarbageCollector
 from asyncsched.backends.sim.inspect import list_objects
 from asyncsched.backends.sim.jobs import JobController
 from asyncsched.backends.sim.kubelet import Kubelets
-from asyncsched.backends.sim.manifests import Manifest
-from asyncsched.backends.sim.objects import Deployment
+from asyncsched.backends.sim.objects import Deployment, Manifest
 from asyncsched.backends.sim.podgroups import PodGroupController
 from asyncsched.backends.sim.queues import QueueController
-from asyncsched.backends.sim.recorder import USER, Recorder, SimEvent, shown_as
+from asyncsched.backends.sim.recorder import APISERVER, USER, Recorder, SimEvent, shown_as
 from asyncsched.backends.sim.replicasets import DeploymentController, ReplicaSetController
 from asyncsched.backends.sim.scheduler import SimScheduler
 from asyncsched.backends.sim.store import AlreadyExists, ObjectStore, Refused, key_of
@@ -120,6 +121,10 @@ class Simulation:
         """Instants at which the controllers never stopped working (a bug if not 0)."""
         self._session_due: float | None = None
         self._instant = (-1.0, 0)
+        for name, value in sorted(SYSTEM_PRIORITY_CLASSES.items()):
+            self.store.create(
+                PriorityClass(metadata=ObjectMeta(name=name), value=value), actor=APISERVER
+            )
         for manifest in manifests:
             self.agenda.at(manifest.submit_at, functools.partial(self._submit, manifest.obj))
 
@@ -285,8 +290,9 @@ class Simulation:
         if waiting:
             return self._outcome(
                 "stuck",
-                f"stuck at t={self.now:g}s: {pending} pods in {len(waiting)} gangs or lone pods "
-                "can never be scheduled with what is running now",
+                f"stuck at t={self.now:g}s: {_count(pending, 'pod')} in "
+                f"{_count(len(waiting), 'gang or lone pod', 'gangs or lone pods')} can never be "
+                "scheduled with what is running now",
             )
         endless = sum(
             1 for r in self.kubelets.progress.runs.values() if r.running and r.remaining is None
@@ -298,3 +304,7 @@ class Simulation:
                 "(no duration set), none pending",
             )
         return self._outcome("done", f"all work done at t={self.now:g}s")
+
+
+def _count(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"

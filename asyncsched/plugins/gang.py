@@ -23,6 +23,7 @@ from asyncsched.framework.hooks import (
     RECLAIMABLE,
     ValidateResult,
 )
+from asyncsched.framework.reasons import queue_refusal, resources_text
 from asyncsched.model import JobInfo, Resource, TaskInfo, TaskStatus
 from asyncsched.model.status import READY
 from asyncsched.model.timestamps import format_timestamp
@@ -220,7 +221,7 @@ def _not_admitted(job: JobInfo) -> str:
     message = f"waiting to be admitted to queue {job.queue!r}"
     if job.min_resources is not None:
         message += (
-            f": its minResources {_resources(job.min_resources)} do not fit the queue's "
+            f": its minResources {resources_text(job.min_resources)} do not fit the queue's "
             "remaining capability or the cluster's idle resources yet"
         )
     return message
@@ -235,30 +236,17 @@ def _queue_reason(ssn: Session, job: JobInfo) -> str:
     queue = ssn.queue_of(job)
     if queue is None:
         return ""
-    if not queue.is_open():
-        return f"queue {queue.name!r} is {queue.state}"
-    if ssn.overused(queue):
-        return f"queue {queue.name!r} has used its deserved share"
     pending = sorted(job.tasks_in(TaskStatus.PENDING), key=lambda t: (t.creation, t.name))
     missing = pending[: max(job.min_available - job.ready_task_num(), 1)]
     if not missing:
-        return ""
+        return queue_refusal(ssn, queue, None)
     wanted = Resource()
     for task in missing:
         wanted = wanted + task.resreq
     probe = TaskInfo(
         uid=f"{job.uid}/gang", name=job.name, namespace=job.namespace, job=job.uid, resreq=wanted
     )
-    if ssn.allocatable(queue, probe):
-        return ""
-    return (
-        f"queue {queue.name!r} cannot take the gang's {len(missing)} missing task(s) "
-        f"{_resources(wanted)} within its deserved share or capability"
-    )
-
-
-def _resources(amount: Resource) -> str:
-    return repr(amount).removeprefix("Resource(").removesuffix(")")
+    return queue_refusal(ssn, queue, probe, f"the gang's {len(missing)} missing task(s)")
 
 
 def _task_fit_errors(ssn: Session, job: JobInfo) -> FitErrors | None:

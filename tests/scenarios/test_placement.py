@@ -65,3 +65,6 @@ def test_limits_alone_are_requests(capsys: pytest.CaptureFixture[str], tmp_path:
 
     assert run.code == 0, run.stderr
     assert len(run.placements()) == 1
+    waiting = {e["name"]: e["reason"] for e in run.of("unschedulable")}
+    assert len(waiting) == 2
+    assert all("nvidia.com/gpu: 1" in reason for reason in waiting.values()), waiting

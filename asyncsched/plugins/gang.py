@@ -54,6 +54,12 @@ def is_ready(job: JobInfo) -> bool:
     return job.n_ready + job.n_pending_best_effort >= job.min_available
 
 
+def is_ready_by_role(job: JobInfo) -> bool:
+    """Ready, and no role short of its minTaskMember: what JOB_READY answers, and what the
+    PodGroup condition must agree with."""
+    return is_ready(job) and not _roles_short(job, READY, best_effort=True)
+
+
 def is_pipelined(job: JobInfo) -> bool:
     waiting = job.waiting_task_num() + job.ready_task_num()
     return waiting + job.pending_best_effort_num() >= job.min_available
@@ -115,9 +121,6 @@ class GangPlugin:
             ready_right = right.n_ready + right.n_pending_best_effort >= right.min_available
             return int(ready_left) - int(ready_right)
 
-        def ready(job: JobInfo) -> bool:
-            return is_ready(job) and not _roles_short(job, READY, best_effort=True)
-
         def pipelined(job: JobInfo) -> int:
             ok = is_pipelined(job) and not _roles_short(job, _PIPELINED, best_effort=True)
             return 1 if ok else -1
@@ -130,7 +133,7 @@ class GangPlugin:
 
         ssn.add(JOB_VALID, self.name, valid)
         ssn.add(JOB_ORDER, self.name, job_order)
-        ssn.add(JOB_READY, self.name, ready)
+        ssn.add(JOB_READY, self.name, is_ready_by_role)
         ssn.add(JOB_PIPELINED, self.name, pipelined)
         ssn.add(JOB_STARVING, self.name, starving)
         ssn.add(PREEMPTABLE, self.name, victims)
@@ -161,7 +164,7 @@ class GangPlugin:
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
-            if is_ready(job):
+            if is_ready_by_role(job):
                 condition = Condition(
                     type="Scheduled",
                     status="True",

@@ -79,3 +79,17 @@ def test_a_gang_with_a_best_effort_member_never_runs_partly(
 
     assert run.placements() == {}
     assert run.code == 0, run.stdout
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="simulator bug (backends/sim/simulation.py _finish): a Job never admitted has no "
+    "pod, so the run counts nothing pending and reports all work done",
+)
+def test_a_job_never_admitted_is_not_all_work_done(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "found-job-never-admitted.yaml")
+
+    assert "all work done" not in run.stdout
+    assert "result: stuck" in run.stdout, run.stdout

@@ -35,7 +35,7 @@ __all__ = ["Checker", "default_invariants"]
 
 def default_invariants() -> list[Invariant]:
     return [
-        RunEnds(),
+        RunEnds(jobs=steering.CHECK_PENDING_JOBS),
         NamesAndUidsUnique(uids=steering.CHECK_UIDS),
         NodesNeverOverfull(),
         PlacementRespectsNode(),

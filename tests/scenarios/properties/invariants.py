@@ -277,8 +277,10 @@ class RunEnds(Invariant):
     name = "run ends"
     ENDINGS = ("done", "settled", "deadlock", "stuck")
 
-    def __init__(self, per_instant: int = 20) -> None:
+    def __init__(self, per_instant: int = 20, *, jobs: bool = True) -> None:
         self.per_instant = per_instant
+        self.jobs = jobs
+        """Also hold a Volcano Job left Pending (no pod to be stuck) against done/settled."""
 
     def at_finish(self, outcome: Outcome, ledger: Ledger) -> None:
         run = "the run"
@@ -303,3 +305,12 @@ class RunEnds(Invariant):
             self.fail(ledger, run, "stuck with no pod pending")
         if outcome.reason == "deadlock" and not running:
             self.fail(ledger, run, "deadlock with no pod running")
+        waiting = [
+            f"{ns}/{n}"
+            for (ns, n), phase in sorted(ledger.job_phases.items())
+            if phase == "Pending"
+        ]
+        if self.jobs and outcome.reason in ("done", "settled") and waiting:
+            self.fail(
+                ledger, run, f"{outcome.reason} with Volcano Jobs Pending: {', '.join(waiting)}"
+            )

@@ -69,6 +69,8 @@ class Ledger:
         self.pods: dict[PodKey, PodRecord] = {}
         self.nodes: dict[str, NodeFacts] = {}
         self.groups: dict[PodKey, GroupRecord] = {}
+        self.job_phases: dict[PodKey, str] = {}
+        """The last phase of every live Volcano Job."""
         self.reasons_by_name: dict[PodKey, str] = {}
         """The last reason given to any pod of that name, whichever incarnation."""
 
@@ -105,12 +107,16 @@ class Ledger:
                     self.nodes[name] = node
         elif what in REMOVES:
             self.live.pop(key, None)
+            if kind == "Job":
+                self.job_phases.pop((ns, name), None)
             if kind == "Pod":
                 self.pods.pop((ns, name), None)
             elif kind == "Node":
                 self.nodes.pop(name, None)
         elif kind == "Pod":
             self._pod_event(event)
+        elif kind == "Job" and what == "phase":
+            self.job_phases[(ns, name)] = event.get("phase", "")
 
     def _pod_event(self, event: Mapping[str, Any]) -> None:
         pod = self.pod(event)

@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["BEST_EFFORT_COUNTS_READY", "CHECK_UIDS", "REASONS_BY_NAME", "STAMP_UIDS"]
+__all__ = [
+    "BEST_EFFORT_COUNTS_READY",
+    "CHECK_PENDING_JOBS",
+    "CHECK_UIDS",
+    "REASONS_BY_NAME",
+    "STAMP_UIDS",
+]
 
 _UNSTEERED = os.environ.get("ASYNCSCHED_PROPS_UNSTEERED", "") not in ("", "0")
 
@@ -51,3 +57,12 @@ whether to part from Volcano here is the lead's call."""
 
 BEST_EFFORT_COUNTS_READY = BEST_EFFORT_GANG_GAP
 """Steer: the gang invariant counts pending BestEffort members as ready, as Volcano does."""
+
+UNADMITTED_JOB_BUG = not _UNSTEERED
+"""Found here (backends/sim/simulation.py ``_finish``): a Volcano Job that enqueue never
+admits has no pod, so the run finds nothing pending and reports 'done' (or 'settled') while
+the Job stays Pending forever, with no reason emitted. Pinned by
+found-job-never-admitted.yaml."""
+
+CHECK_PENDING_JOBS = not UNADMITTED_JOB_BUG
+"""The 'run ends' check that done/settled leaves no Volcano Job Pending."""

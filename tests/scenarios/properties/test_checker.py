@@ -249,6 +249,14 @@ def test_a_verdict_the_events_contradict() -> None:
         run(w, [], Outcome("stuck"))
 
 
+def test_a_job_left_pending_is_not_done() -> None:
+    events = [ev(0, "phase", "j", kind="Job", phase="Pending")]
+    with pytest.raises(Violation, match=r"done with Volcano Jobs Pending: default/j"):
+        run(world(), events, Outcome("done"), [RunEnds()])
+    run(world(), events, Outcome("done"), [RunEnds(jobs=False)])
+    run(world(), [*events, ev(1, "deleted", "j", kind="Job")], Outcome("done"), [RunEnds()])
+
+
 def test_events_must_come_in_time_order() -> None:
     with pytest.raises(Violation, match=r"time order"):
         run(world(), [ev(5, "submitted", "a"), ev(4, "submitted", "b")])

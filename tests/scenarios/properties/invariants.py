@@ -11,7 +11,7 @@ Later capabilities add theirs (``no pod evicted twice``...) by subclassing
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from tests.scenarios.properties.ledger import ADDS, Ledger, ObjectKey, PodKey, PodRecord
 from tests.scenarios.properties.node_rules import why_not_allowed
@@ -61,7 +61,7 @@ class Invariant:
     def at_finish(self, outcome: Outcome, ledger: Ledger) -> None:
         """The run is over."""
 
-    def fail(self, ledger: Ledger, obj: str, detail: str) -> None:
+    def fail(self, ledger: Ledger, obj: str, detail: str) -> NoReturn:
         raise Violation(ledger.time, self.name, obj, detail)
 
 

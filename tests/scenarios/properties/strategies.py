@@ -221,7 +221,7 @@ def pod_templates(
         spec["initContainers"] = [draw(_container("init", gpus=False))]
     if draw(st.integers(0, 9)) == 0:
         spec["overhead"] = {"cpu": "100m"}
-    if cluster.priority_classes and draw(st.booleans()):
+    if draw(st.booleans()) and cluster.priority_classes:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
     notes: dict[str, str] = {}
     if duration and draw(st.integers(0, 4)):

@@ -10,6 +10,7 @@ length, one after another, through every retry.
 from __future__ import annotations
 
 import copy
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +95,7 @@ def _gang(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     whole = min_member >= size > 0 and draw(st.booleans())
     name = cluster.names.new("pg")
     spec: dict[str, Any] = {"minMember": min_member, "queue": draw(st.sampled_from(cluster.queues))}
-    if cluster.priority_classes and draw(st.booleans()):
+    if draw(st.booleans()) and cluster.priority_classes:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
     at = draw(submit_times())
     group = {
@@ -174,7 +175,7 @@ def _job(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         spec["policies"] = draw(
             st.lists(st.sampled_from(_JOB_POLICIES), max_size=2, unique_by=_policy_key)
         )
-    if cluster.priority_classes and draw(st.booleans()):
+    if draw(st.booleans()) and cluster.priority_classes:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
     if draw(st.integers(0, 3)) == 0:
         spec["plugins"] = {"svc": [], "env": []}
@@ -204,7 +205,9 @@ def _job(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         out.horizon += work  # a restart or resume may run it all again
 
 
-def _policy_key(policy: dict[str, Any]) -> Any:
+def _policy_key(policy: object) -> Hashable:
+    """Volcano allows one policy per event (and per exit code) in a list."""
+    assert isinstance(policy, dict)
     return policy.get("event") or policy.get("exitCode")
 
 
@@ -222,7 +225,7 @@ def _deployment(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         }
     at = draw(submit_times())
     for _ in range(draw(st.integers(1, 3))):
-        doc = {
+        doc: dict[str, Any] = {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": copy.deepcopy(meta),

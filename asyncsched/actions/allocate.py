@@ -154,7 +154,12 @@ class _Allocation:
             if ssn.job_ready(job):
                 break
 
-        if ssn.job_ready(job) or ssn.job_pipelined(job):
+        if ssn.job_ready(job):
+            missing = self._place_best_effort_members(job, stmt)
+            if missing is None:
+                return stmt
+            first_errors = first_errors or missing
+        elif ssn.job_pipelined(job):
             return stmt
         if first_errors is None and refused is not None and find_node(ssn, refused) is None:
             first_errors = ssn.fit_errors.get(refused.uid)
@@ -163,6 +168,26 @@ class _Allocation:
         )
         stmt.discard()
         return None
+
+    def _place_best_effort_members(self, job: JobInfo, stmt: Statement) -> FitErrors | None:
+        """Place the pending BestEffort members a gang counts as ready (as Volcano's gang
+        does) until minAvailable members really hold a node; None when they do, else why
+        one of them fits nowhere. Volcano leaves them to backfill, and a gang whose
+        BestEffort member then finds no room runs below its minMember."""
+        ssn = self.ssn
+        if job.n_ready >= job.min_available or not job.n_pending_best_effort:
+            return None
+        members = sorted(
+            (t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort), key=ssn.task_key()
+        )
+        for task in members:
+            if job.n_ready >= job.min_available:
+                return None
+            placement = find_node(ssn, task)
+            if placement is None or not placement.fits_idle:
+                return ssn.fit_errors.get(task.uid) or FitErrors(len(ssn.node_list))
+            stmt.allocate(task, placement.node)
+        return None if job.n_ready >= job.min_available else FitErrors(len(ssn.node_list))
 
 
 def _need_continue(job: JobInfo, failed_roles: dict[str, Any]) -> bool:

@@ -16,10 +16,11 @@ from asyncsched.api import Condition
 from asyncsched.framework.arguments import ArgumentError, Arguments
 from asyncsched.framework.conf import ConfigError, SchedulerConfiguration, parse_configuration
 from asyncsched.framework.plugin import Action, Plugin, PluginBuilder
+from asyncsched.framework.reasons import queue_refusal
 from asyncsched.framework.registry import Registry
 from asyncsched.framework.results import PodGroupUpdate, SessionResult, TaskUnschedulable
 from asyncsched.framework.session import Session
-from asyncsched.model import ClusterSnapshot, JobInfo, PodGroupPhase, TaskStatus
+from asyncsched.model import ClusterSnapshot, JobInfo, PodGroupPhase, TaskInfo, TaskStatus
 from asyncsched.model.gcpause import gc_paused
 
 __all__ = [
@@ -137,6 +138,8 @@ def _report_jobs(ssn: Session) -> None:
                 message = errors.message()
             else:
                 message = gang_message or (job_errors.message() if job_errors else "")
+            if not message:
+                message = _held_by_queue(ssn, job, task)
             if message:
                 ssn.result.unschedulable.append(
                     TaskUnschedulable(task.uid, task.namespace, task.name, job.uid, message)
@@ -144,6 +147,15 @@ def _report_jobs(ssn: Session) -> None:
         if job.podgroup is None:
             continue
         ssn.result.podgroups.append(_podgroup_status(job, condition))
+
+
+def _held_by_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
+    """Why a pending task that no node was tried for waits, when its gang has nothing to say
+    (the gang is complete, or needs no members): its queue took nothing more this session."""
+    queue = ssn.queue_of(job)
+    if queue is None:
+        return f"queue {job.queue!r} does not exist"
+    return queue_refusal(ssn, queue, task)
 
 
 def _podgroup_status(job: JobInfo, condition: Condition | None) -> PodGroupUpdate:

@@ -2,15 +2,21 @@
 
 ``asyncsched._native`` is built from ``ext/_native.pyx`` by setup.py when
 Cython and a C compiler are present. Without it (or with the environment
-variable ``ASYNCSCHED_PURE=1``) the NumPy twins in
+variable ``ASYNCSCHED_PURE=1``, read at import) the NumPy twins in
 :mod:`asyncsched.model._kernels_py` serve, with the same answers. ``NATIVE``
-says which path is in use; ``describe()`` says it in words.
+says which path is in use; ``describe()`` says it in words. ``use_native``
+switches paths in a running process, so a test can compare both on one input
+without a subprocess; callers reach the kernels as ``kernels.NAME`` at call
+time, so a switch takes effect at the next call.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+from types import ModuleType
+from typing import Any
 
 from asyncsched.model import _kernels_py as _pure
 
@@ -24,6 +30,7 @@ __all__ = [
     "fit_rows",
     "resource_scores",
     "tree_refresh",
+    "use_native",
 ]
 
 log = logging.getLogger(__name__)
@@ -40,21 +47,37 @@ tree_refresh = _pure.tree_refresh
 NATIVE = False
 _why = "not built (no Cython or C compiler at install time)"
 
+_native: ModuleType | None
+try:
+    _native = importlib.import_module("asyncsched._native")
+except ImportError:
+    _native = None
+
+
+def use_native(native: bool) -> bool:
+    """Serve the compiled kernels (True) or the NumPy twins (False) from now on; returns
+    whether the compiled ones were in use before. ValueError if they are not built."""
+    global NATIVE, _why, best_open, book, fit_rows, resource_scores, binpack_rows, tree_refresh
+    if native and _native is None:
+        raise ValueError(f"the compiled kernels are {_why}")
+    before = NATIVE
+    source: Any = _native if native else _pure
+    best_open = source.best_open
+    book = source.book
+    fit_rows = source.fit_rows
+    resource_scores = source.resource_scores
+    binpack_rows = source.binpack_rows
+    tree_refresh = source.tree_refresh
+    NATIVE = native
+    if not native and _native is not None:
+        _why = "switched off in this process"
+    return before
+
+
 if os.environ.get(PURE_ENV, "") not in ("", "0"):
     _why = f"disabled by {PURE_ENV}"
-else:
-    try:
-        import asyncsched._native as _native
-    except ImportError:
-        pass
-    else:
-        best_open = _native.best_open
-        book = _native.book
-        fit_rows = _native.fit_rows
-        resource_scores = _native.resource_scores
-        binpack_rows = _native.binpack_rows
-        tree_refresh = _native.tree_refresh
-        NATIVE = True
+elif _native is not None:
+    use_native(True)
 
 
 def describe() -> str:

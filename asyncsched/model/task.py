@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from asyncsched.api import Pod
+from asyncsched.api.core import Container
 from asyncsched.model.resource import Resource
 from asyncsched.model.status import TaskStatus, status_of_pod
 from asyncsched.model.timestamps import parse_timestamp
@@ -17,18 +18,28 @@ PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 def pod_requests(pod: Pod) -> tuple[Resource, Resource]:
     """(resreq, init_resreq) as Volcano computes them.
 
-    resreq is the sum of the containers' requests plus overhead: what the pod
-    holds while it runs. init_resreq is the larger of that sum and any single
-    init container, plus overhead: what must fit for the pod to start.
+    resreq is the sum of the containers' requests (a limit stands in for a
+    missing request) plus overhead: what the pod holds while it runs.
+    init_resreq is the larger of that sum and any single init container, plus
+    overhead: what must fit for the pod to start.
     """
     total = Resource()
     for container in pod.spec.containers:
-        total = total + Resource.from_quantities(container.resources.requests)
+        total = total + _container_requests(container)
     init_peak = Resource()
     for container in pod.spec.init_containers:
-        init_peak = init_peak.maximum(Resource.from_quantities(container.resources.requests))
+        init_peak = init_peak.maximum(_container_requests(container))
     overhead = Resource.from_quantities(pod.spec.overhead)
     return total + overhead, total.maximum(init_peak) + overhead
+
+
+def _container_requests(container: Container) -> Resource:
+    """A resource given only a limit requests that limit: the API server's defaulting, which
+    objects made without one (the simulator's, a Job controller's from a template) lack."""
+    resources = container.resources
+    if not resources.limits:
+        return Resource.from_quantities(resources.requests)
+    return Resource.from_quantities({**resources.limits, **resources.requests})
 
 
 class TaskInfo:

@@ -23,6 +23,7 @@ from asyncsched.framework.hooks import (
     RECLAIMABLE,
     ValidateResult,
 )
+from asyncsched.framework.reasons import queue_refusal, resources_text
 from asyncsched.model import JobInfo, Resource, TaskInfo, TaskStatus
 from asyncsched.model.status import READY
 from asyncsched.model.timestamps import format_timestamp
@@ -51,6 +52,12 @@ def _pending_best_effort(job: JobInfo) -> list[TaskInfo]:
 def is_ready(job: JobInfo) -> bool:
     """Enough tasks hold resources; best-effort pods need none, so they count too."""
     return job.n_ready + job.n_pending_best_effort >= job.min_available
+
+
+def is_ready_by_role(job: JobInfo) -> bool:
+    """Ready, and no role short of its minTaskMember: what JOB_READY answers, and what the
+    PodGroup condition must agree with."""
+    return is_ready(job) and not _roles_short(job, READY, best_effort=True)
 
 
 def is_pipelined(job: JobInfo) -> bool:
@@ -114,9 +121,6 @@ class GangPlugin:
             ready_right = right.n_ready + right.n_pending_best_effort >= right.min_available
             return int(ready_left) - int(ready_right)
 
-        def ready(job: JobInfo) -> bool:
-            return is_ready(job) and not _roles_short(job, READY, best_effort=True)
-
         def pipelined(job: JobInfo) -> int:
             ok = is_pipelined(job) and not _roles_short(job, _PIPELINED, best_effort=True)
             return 1 if ok else -1
@@ -129,7 +133,7 @@ class GangPlugin:
 
         ssn.add(JOB_VALID, self.name, valid)
         ssn.add(JOB_ORDER, self.name, job_order)
-        ssn.add(JOB_READY, self.name, ready)
+        ssn.add(JOB_READY, self.name, is_ready_by_role)
         ssn.add(JOB_PIPELINED, self.name, pipelined)
         ssn.add(JOB_STARVING, self.name, starving)
         ssn.add(PREEMPTABLE, self.name, victims)
@@ -160,7 +164,7 @@ class GangPlugin:
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
-            if is_ready(job):
+            if is_ready_by_role(job):
                 condition = Condition(
                     type="Scheduled",
                     status="True",
@@ -220,7 +224,7 @@ def _not_admitted(job: JobInfo) -> str:
     message = f"waiting to be admitted to queue {job.queue!r}"
     if job.min_resources is not None:
         message += (
-            f": its minResources {_resources(job.min_resources)} do not fit the queue's "
+            f": its minResources {resources_text(job.min_resources)} do not fit the queue's "
             "remaining capability or the cluster's idle resources yet"
         )
     return message
@@ -235,30 +239,17 @@ def _queue_reason(ssn: Session, job: JobInfo) -> str:
     queue = ssn.queue_of(job)
     if queue is None:
         return ""
-    if not queue.is_open():
-        return f"queue {queue.name!r} is {queue.state}"
-    if ssn.overused(queue):
-        return f"queue {queue.name!r} has used its deserved share"
     pending = sorted(job.tasks_in(TaskStatus.PENDING), key=lambda t: (t.creation, t.name))
     missing = pending[: max(job.min_available - job.ready_task_num(), 1)]
     if not missing:
-        return ""
+        return queue_refusal(ssn, queue, None)
     wanted = Resource()
     for task in missing:
         wanted = wanted + task.resreq
     probe = TaskInfo(
         uid=f"{job.uid}/gang", name=job.name, namespace=job.namespace, job=job.uid, resreq=wanted
     )
-    if ssn.allocatable(queue, probe):
-        return ""
-    return (
-        f"queue {queue.name!r} cannot take the gang's {len(missing)} missing task(s) "
-        f"{_resources(wanted)} within its deserved share or capability"
-    )
-
-
-def _resources(amount: Resource) -> str:
-    return repr(amount).removeprefix("Resource(").removesuffix(")")
+    return queue_refusal(ssn, queue, probe, f"the gang's {len(missing)} missing task(s)")
 
 
 def _task_fit_errors(ssn: Session, job: JobInfo) -> FitErrors | None:

@@ -68,3 +68,24 @@ def test_same_input_gives_the_same_events(
     second = simulate(capsys, tmp_path, "gang-training.yaml")
     assert first.events == second.events
     assert first.stdout == second.stdout
+
+
+def test_pod_of_a_gang_that_needs_nobody_still_gets_a_reason(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "found-min-member-zero.yaml")
+
+    assert not run.placements()
+    [event] = run.of("unschedulable")
+    assert event["name"] == "elastic-0"
+    assert "cpu: 2" in event["reason"], event
+
+
+def test_every_pod_of_a_job_short_of_a_task_minimum_gets_a_reason(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "found-task-minimum-reasons.yaml")
+
+    reasons = {e["name"]: e["reason"] for e in run.of("unschedulable")}
+    assert {"split-big-0", "split-big-1"} <= set(reasons), reasons
+    assert "Insufficient cpu" in reasons["split-big-1"], reasons

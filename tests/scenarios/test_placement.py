@@ -58,3 +58,13 @@ def test_best_effort_pods_are_placed_by_backfill(
     assert "sidecar" in with_backfill.placements()
     assert "sidecar" not in without.placements()
     assert len(without.placements()) == 8
+
+
+def test_limits_alone_are_requests(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    run = simulate(capsys, tmp_path, "found-limits-only.yaml")
+
+    assert run.code == 4, run.stderr  # stuck: two of the three never fit
+    assert len(run.placements()) == 1
+    waiting = {e["name"]: e["reason"] for e in run.of("unschedulable")}
+    assert len(waiting) == 2
+    assert all("nvidia.com/gpu: 1" in reason for reason in waiting.values()), waiting

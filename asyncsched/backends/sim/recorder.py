@@ -79,13 +79,13 @@ def job_name(pod: Pod) -> str:
 
 
 def shown_as(pg: PodGroup | None, group: str) -> tuple[str, str]:
-    """How users know a group: one the PodGroup controller made for a lone pod or a
-    ReplicaSet is shown as that pod or ReplicaSet; others as the PodGroup (``group`` is
+    """How users know a group: one made for a lone pod, a ReplicaSet or a Volcano Job is
+    shown as that pod, ReplicaSet or Job; others as the PodGroup (``group`` is
     its ``namespace/name``; a group with no PodGroup is a lone pod's own)."""
     if pg is None:
         return "Pod", group
     owner = next((r for r in pg.metadata.owner_references if r.controller), None)
-    if owner is not None and owner.kind in ("Pod", "ReplicaSet"):
+    if owner is not None and owner.kind in ("Pod", "ReplicaSet", "Job"):
         return owner.kind, f"{pg.metadata.namespace}/{owner.name}"
     return "PodGroup", group
 

@@ -14,7 +14,7 @@ import logging
 
 import msgspec
 
-from asyncsched.actions.explain import waiting_reason
+from asyncsched.actions.explain import job_waiting_reason, waiting_reason
 from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.topology import HyperNode
 from asyncsched.api.volcano import PodGroupStatus
@@ -74,6 +74,7 @@ class SimScheduler(Effects):
         key = change.key
         if change.event == "DELETED":
             cache.delete_pod(pod.metadata.namespace, pod.metadata.name)
+            self.reasons.pop(key, None)  # a pod made again under this name is a new pod
             self.dirty = True
             return
         before = cache.tasks.get(key)
@@ -191,15 +192,20 @@ class SimScheduler(Effects):
         self.store.update(msgspec.structs.replace(pg, status=status), actor=SCHEDULER)
         return status.phase != pg.status.phase
 
-    def explain(self, keys: list[str], now: float) -> dict[str, str]:
-        """Why each of these pending pods waits now, from a session where nothing is
-        placed: the first check that stops it (see ``waiting_reason``)."""
+    def explain(self, keys: list[str], groups: list[str], now: float) -> dict[str, str]:
+        """Why each of these pending pods (and PodGroups, by ``namespace/name``) waits now,
+        from a session where nothing is placed: the first check that stops it (see
+        ``waiting_reason``)."""
         ssn = open_session(self.cache.snapshot(now=now), self.config.current, "explain")
         found = {}
         for key in keys:
             job = ssn.jobs.get(self.cache.tasks[key].job) if key in self.cache.tasks else None
             task = job.tasks.get(key) if job is not None else None
             found[key] = waiting_reason(ssn, task) if task is not None else "not seen yet"
+        for group in groups:
+            job = ssn.jobs.get(group)
+            held = job_waiting_reason(ssn, job) if job is not None else ""
+            found[group] = held or "its pods have not been created"
         return found
 
     def unschedulable(self, note: TaskUnschedulable) -> None:

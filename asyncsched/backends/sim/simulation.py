@@ -245,7 +245,8 @@ class Simulation:
         )
 
     def waiting(self) -> list[Stuck]:
-        """Every gang and lone pod of ours with pods not bound, with the reason they wait:
+        """Every gang and lone pod of ours with pods not bound, and every Volcano Job whose
+        PodGroup was never admitted (so its pods are not made yet), with the reason they wait:
         the last one a session gave, else what the scheduler answers when asked now."""
         groups: dict[tuple[str, str], list[str]] = {}
         names = self.scheduler.cache.scheduler_names
@@ -257,15 +258,25 @@ class Simulation:
             group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
             where = ("PodGroup", f"{pod.metadata.namespace}/{group}") if group else ("Pod", key)
             groups.setdefault(where, []).append(key)
+        empty = [
+            key
+            for key, pg in self.store.list(PodGroup).items()
+            if pg.status.phase == "Pending"
+            and ("PodGroup", key) not in groups
+            and any(r.controller and r.kind == "Job" for r in pg.metadata.owner_references)
+        ]
         reasons = self.scheduler.reasons
         unexplained = [min(keys) for keys in groups.values() if not any(k in reasons for k in keys)]
-        asked = self.scheduler.explain(unexplained, self.now) if unexplained else {}
+        asked = self.scheduler.explain(unexplained, empty, self.now) if unexplained or empty else {}
         stuck = []
         for (kind, name), keys in groups.items():
             if kind == "PodGroup":
                 kind, name = shown_as(self.store.get(PodGroup, name), name)
             known = next((reasons[k] for k in sorted(keys) if k in reasons), "")
             stuck.append(Stuck(kind, name, len(keys), known or asked.get(min(keys), "")))
+        for key in empty:
+            kind, name = shown_as(self.store.get(PodGroup, key), key)
+            stuck.append(Stuck(kind, name, 0, asked[key]))
         return sorted(stuck, key=lambda s: (s.name, s.kind))
 
     def interrupted(self) -> Outcome:

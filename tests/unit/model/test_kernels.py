@@ -144,3 +144,23 @@ def test_tree_refresh_follows_changed_rows(seed: int) -> None:
         assert np.array_equal(rebuilt, trees[native])
         best, count, _, _ = native.best_open(scores, fits, free, idle)
         assert (int(trees[native][1]), int(trees[native][0])) == (best, count)
+
+
+def test_use_native_switches_every_kernel_in_process() -> None:
+    names = ("best_open", "book", "fit_rows", "resource_scores", "binpack_rows", "tree_refresh")
+    before = kernels.use_native(False)
+    try:
+        assert not kernels.NATIVE
+        assert "no (" in kernels.describe()
+        assert all(getattr(kernels, n) is getattr(pure, n) for n in names)
+        assert kernels.use_native(True) is False
+        assert kernels.NATIVE and kernels.describe() == "native kernels: yes"
+        assert all(getattr(kernels, n) is getattr(native, n) for n in names)
+    finally:
+        kernels.use_native(before)
+
+
+def test_use_native_refuses_when_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "_native", None)
+    with pytest.raises(ValueError, match="compiled kernels are"):
+        kernels.use_native(True)

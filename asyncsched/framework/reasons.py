@@ -1,0 +1,32 @@
+"""Why a queue holds a task back, in words users and tools can act on.
+
+The queue hooks (overused, allocatable) are asked without changing anything,
+so any part of a session may ask: the gang plugin for a gang's missing tasks,
+the end of the cycle for the pending tasks of a job whose gang is complete.
+"""
+
+from __future__ import annotations
+
+from asyncsched.framework.session import Session
+from asyncsched.model import QueueInfo, Resource, TaskInfo
+
+__all__ = ["queue_refusal", "resources_text"]
+
+
+def queue_refusal(ssn: Session, queue: QueueInfo, task: TaskInfo | None, what: str = "") -> str:
+    """Why ``queue`` will not take ``task`` now, '' when it would. Without a task, only
+    whether the queue takes anything at all. ``what`` names the task in the message."""
+    if not queue.is_open():
+        return f"queue {queue.name!r} is {queue.state}"
+    if ssn.overused(queue):
+        return f"queue {queue.name!r} has used its deserved share"
+    if task is None or ssn.allocatable(queue, task):
+        return ""
+    return (
+        f"queue {queue.name!r} cannot take {what or 'it'} {resources_text(task.resreq)} "
+        "within its deserved share or capability"
+    )
+
+
+def resources_text(amount: Resource) -> str:
+    return repr(amount).removeprefix("Resource(").removesuffix(")")

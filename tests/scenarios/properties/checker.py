@@ -1,0 +1,79 @@
+"""Feeds a run's events, one at a time, to a set of invariants.
+
+Use it as the simulator's ``on_event`` so every event is judged at the moment
+it is emitted, with the world exactly as that event leaves it::
+
+    checker = Checker(SimWorld(sim))       # or Checker(world, [MyInvariant(), ...])
+    ... Simulation(..., on_event=checker.feed) ...
+    checker.finish(sim.run(until=horizon))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tests.scenarios.properties import steering
+from tests.scenarios.properties.invariants import (
+    GangNeverPartial,
+    Invariant,
+    NamesAndUidsUnique,
+    NodesNeverOverfull,
+    NoDoubleBinding,
+    Outcome,
+    PendingPodsHaveReasons,
+    PlacementRespectsNode,
+    RunEnds,
+    Violation,
+    reasons_by_name,
+)
+from tests.scenarios.properties.ledger import Ledger
+from tests.scenarios.properties.world import World
+
+__all__ = ["Checker", "default_invariants"]
+
+
+def default_invariants() -> list[Invariant]:
+    return [
+        RunEnds(jobs=steering.CHECK_PENDING_JOBS),
+        NamesAndUidsUnique(uids=steering.CHECK_UIDS),
+        NodesNeverOverfull(),
+        PlacementRespectsNode(),
+        GangNeverPartial(pending_best_effort_ready=steering.BEST_EFFORT_COUNTS_READY),
+        NoDoubleBinding(),
+        PendingPodsHaveReasons(reasons_by_name if steering.REASONS_BY_NAME else None),
+    ]
+
+
+class Checker:
+    def __init__(self, world: World, invariants: Sequence[Invariant] | None = None) -> None:
+        self.ledger = Ledger(world)
+        self.invariants = list(invariants) if invariants is not None else default_invariants()
+        self._started = False
+
+    def feed(self, event: Mapping[str, Any]) -> None:
+        """Judge one event; Violation if it breaks an invariant."""
+        ledger = self.ledger
+        time = event["time"]
+        if not self._started or time > ledger.time:
+            if self._started:
+                self._instant_end()
+            ledger.next_instant(time)
+            self._started = True
+        elif time < ledger.time:
+            raise Violation(ledger.time, "time order", event["name"], f"event at t={time:g}s")
+        ledger.regroup(event)
+        for invariant in self.invariants:
+            invariant.before(event, ledger)
+        ledger.apply(event)
+
+    def finish(self, outcome: Outcome) -> None:
+        """The run is over: close the last instant and judge the end."""
+        if self._started:
+            self._instant_end()
+        for invariant in self.invariants:
+            invariant.at_finish(outcome, self.ledger)
+
+    def _instant_end(self) -> None:
+        for invariant in self.invariants:
+            invariant.at_instant_end(self.ledger)

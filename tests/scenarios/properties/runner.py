@@ -1,0 +1,93 @@
+"""Runs generated YAML through the real loader and simulator, optionally under the checker."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from asyncsched.backends.config_source import ConfigSource
+from asyncsched.backends.sim import Outcome, Simulation
+from asyncsched.backends.sim.manifests import check_references, parse_manifests
+from asyncsched.framework import Registry
+from asyncsched.model import kernels
+from tests.scenarios.properties.checker import Checker
+from tests.scenarios.properties.invariants import Violation
+from tests.scenarios.properties.world import SimWorld
+
+__all__ = ["Run", "kernels_used", "simulate"]
+
+CONFIGS = Path(__file__).parent.parent / "yaml"
+WALL_SECONDS = 60.0
+"""Real time one generated run may take; the slowest seen take well under a second."""
+
+
+@dataclass
+class Run:
+    outcome: Outcome
+    events: bytes
+    """The JSONL event stream, as ``asyncsched simulate --events`` writes it."""
+
+
+def simulate(
+    text: str,
+    *,
+    horizon: float,
+    config: str | None = None,
+    checked: bool = True,
+    wall_seconds: float = WALL_SECONDS,
+) -> Run:
+    """Simulate ``text`` until it ends or ``horizon``; with ``checked``, every event goes
+    through a default ``Checker`` and a broken invariant raises ``Violation``.
+
+    A run still going after ``wall_seconds`` of real time is stopped with a ``run ends``
+    Violation: a simulator that spins at one instant never reaches the horizon."""
+    manifests = parse_manifests(text, "generated.yaml")
+    check_references(manifests)
+    source = ConfigSource(Registry(), CONFIGS / config if config else None)
+    encoder = msgspec.json.Encoder()
+    lines: list[bytes] = []
+    checker: Checker | None = None
+
+    def on_event(event: dict[str, object]) -> None:
+        lines.append(encoder.encode(event) + b"\n")
+        if checker is not None:
+            checker.feed(event)
+
+    sim = Simulation(manifests, source, on_event=on_event)
+    if checked:
+        checker = Checker(SimWorld(sim))
+    with _wall_clock_limit(wall_seconds, sim):
+        outcome = sim.run(until=horizon)
+    if checker is not None:
+        checker.finish(outcome)
+    return Run(outcome, b"".join(lines))
+
+
+@contextmanager
+def _wall_clock_limit(seconds: float, sim: Simulation) -> Iterator[None]:
+    def stop(signum: int, frame: object) -> None:
+        detail = f"still running after {seconds:g}s of real time ({sim.sessions} sessions)"
+        raise Violation(sim.now, "run ends", "the run", detail)
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextmanager
+def kernels_used(native: bool) -> Iterator[None]:
+    """Run the block with the compiled kernels or with their NumPy twins."""
+    before = kernels.use_native(native)
+    try:
+        yield
+    finally:
+        kernels.use_native(before)

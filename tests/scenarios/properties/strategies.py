@@ -1,0 +1,238 @@
+"""Hypothesis strategies for the cluster a Volcano user runs on, and the pods they write.
+
+Everything is valid by construction (Kubernetes' and Volcano's validation
+would accept it) but reaches for the edge values those allow: zero and
+limit-only requests, BestEffort pods, cordoned and tainted nodes, nodes that
+take one pod, queues smaller than a job. Documents are plain dicts, as
+``yaml.safe_load`` would give, so they go through the real loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+
+__all__ = [
+    "ANNOTATION",
+    "Cluster",
+    "Names",
+    "clusters",
+    "pod_templates",
+    "submit_times",
+]
+
+ANNOTATION = "simulation.asyncsched.io/"
+GPU = "nvidia.com/gpu"
+NAMESPACES = ("default", "team-a")
+ZONES = ("a", "b")
+TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+
+_CPU = ("0", "100m", "500m", "1", "2", "4")
+_MEMORY = ("0", "64Mi", "512Mi", "1Gi", "3Gi")
+_NODE_CPU = ("8", "16", "0", "500m", "1", "2", "4", "8", "16")
+_NODE_MEMORY = ("32Gi", "0", "1Gi", "4Gi", "16Gi", "32Gi")
+"""Mostly room for a few pods; the edges (nothing, less than one pod) less often."""
+
+
+@dataclass
+class Names:
+    """Hands out object names and uids unique within one generated input."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def new(self, prefix: str) -> str:
+        n = self.counts.get(prefix, 0)
+        self.counts[prefix] = n + 1
+        return f"{prefix}{n}"
+
+    def uid(self) -> str:
+        n = self.counts.get("#uid", 0) + 1
+        self.counts["#uid"] = n
+        return f"00000000-0000-4000-8000-{n:012d}"
+
+
+@dataclass
+class Cluster:
+    """What workloads may refer to: nodes, queues and priority classes."""
+
+    documents: list[dict[str, Any]]
+    queues: list[str]
+    priority_classes: list[str]
+    names: Names
+
+
+def submit_times() -> st.SearchStrategy[float]:
+    """Few distinct instants, so objects often arrive together."""
+    return st.sampled_from([0.0, 0.0, 0.0, 1.0, 5.0, 10.0, 30.0, 2.5])
+
+
+def _quantity_map(draw: st.DrawFn, options: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    chosen = draw(st.lists(st.sampled_from(sorted(options)), unique=True))
+    return {r: draw(st.sampled_from(options[r])) for r in sorted(chosen)}
+
+
+@st.composite
+def _node(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    allocatable = {
+        "cpu": draw(st.sampled_from(_NODE_CPU)),
+        "memory": draw(st.sampled_from(_NODE_MEMORY)),
+        "pods": draw(st.sampled_from(("110", "1", "2", "3", "110", "110"))),
+    }
+    gpus = draw(st.sampled_from((None, None, "0", "1", "2", "4")))
+    labels = {"zone": draw(st.sampled_from(ZONES))}
+    if gpus is not None:
+        allocatable[GPU] = gpus
+        labels["accelerator"] = "gpu"
+    spec: dict[str, Any] = {}
+    taints = draw(st.sampled_from(([], [], [TAINT], [{**TAINT, "effect": "PreferNoSchedule"}])))
+    if taints:
+        spec["taints"] = taints
+    if draw(st.integers(0, 9)) == 0:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+        "status": {"allocatable": allocatable},
+    }
+
+
+@st.composite
+def _queue(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"weight": draw(st.integers(1, 5))}
+    capability = _quantity_map(draw, {"cpu": ("0", "1", "2", "4"), GPU: ("0", "1", "2")})
+    if capability:
+        spec["capability"] = capability
+    if draw(st.booleans()):
+        spec["reclaimable"] = draw(st.booleans())
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+@st.composite
+def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
+    names = Names()
+    docs = [draw(_node(names.new("node-"))) for _ in range(draw(st.integers(1, max_nodes)))]
+    queues = ["default"]
+    for _ in range(draw(st.integers(0, 2))):
+        name = names.new("q")
+        docs.append(draw(_queue(name)))
+        queues.append(name)
+    classes = []
+    for value in draw(st.lists(st.sampled_from((1000, 10, -5)), unique=True, max_size=2)):
+        name = names.new("prio")
+        doc: dict[str, Any] = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        if value == 10 and draw(st.booleans()):
+            doc["globalDefault"] = True
+        docs.append(doc)
+        classes.append(name)
+    return Cluster(docs, queues, classes, names)
+
+
+@st.composite
+def _container(draw: st.DrawFn, name: str, gpus: bool) -> dict[str, Any]:
+    """Requests, limits, both, or neither (BestEffort); a GPU only as a limit, with an equal
+    request or none, as Kubernetes requires for extended resources."""
+    requests: dict[str, str] = {}
+    limits: dict[str, str] = {}
+    for resource, values in (("cpu", _CPU), ("memory", _MEMORY)):
+        how = draw(st.sampled_from(("none", "request", "request", "limit", "both")))
+        value = draw(st.sampled_from(values))
+        if how in ("request", "both"):
+            requests[resource] = value
+        if how in ("limit", "both"):
+            limits[resource] = value
+    if gpus and draw(st.booleans()):
+        count = draw(st.sampled_from(("1", "2", "0")))
+        limits[GPU] = count
+        if draw(st.booleans()):
+            requests[GPU] = count
+    resources = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
+    container: dict[str, Any] = {"name": name, "image": "busybox"}
+    if resources:
+        container["resources"] = resources
+    return container
+
+
+@st.composite
+def _placement(draw: st.DrawFn) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    choice = draw(st.integers(0, 5))
+    if choice == 1:
+        spec["nodeSelector"] = {"zone": draw(st.sampled_from(ZONES))}
+    elif choice == 2:
+        spec["nodeSelector"] = {"accelerator": "gpu"}
+    elif choice == 3:
+        op = draw(st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist")))
+        expression: dict[str, Any] = {"key": "zone" if op in ("In", "NotIn") else "accelerator"}
+        expression["operator"] = op
+        if op in ("In", "NotIn"):
+            expression["values"] = [draw(st.sampled_from(ZONES))]
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [expression]}]
+                }
+            }
+        }
+    tolerate = draw(st.integers(0, 3))
+    if tolerate == 1:
+        spec["tolerations"] = [{**TAINT, "operator": "Equal"}]
+    elif tolerate == 2:
+        spec["tolerations"] = [{"operator": "Exists"}]
+    return spec
+
+
+@st.composite
+def pod_templates(
+    draw: st.DrawFn,
+    cluster: Cluster,
+    *,
+    restart_policies: tuple[str, ...] = ("Never", "OnFailure", "Always"),
+    duration: bool = True,
+    whole_group: bool = False,
+    scheduler: str | None = "volcano",
+) -> dict[str, Any]:
+    """A PodTemplateSpec (``metadata`` and ``spec``) with the simulation annotations.
+
+    ``scheduler`` None leaves schedulerName out (a Job fills it in)."""
+    gpus = draw(st.booleans())
+    containers = [draw(_container(f"c{i}", gpus)) for i in range(draw(st.integers(1, 2)))]
+    spec: dict[str, Any] = {
+        "restartPolicy": draw(st.sampled_from(restart_policies)),
+        "containers": containers,
+        **draw(_placement()),
+    }
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
+    if draw(st.integers(0, 5)) == 0:
+        spec["initContainers"] = [draw(_container("init", gpus=False))]
+    if draw(st.integers(0, 9)) == 0:
+        spec["overhead"] = {"cpu": "100m"}
+    if draw(st.booleans()) and cluster.priority_classes:
+        spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
+    notes: dict[str, str] = {}
+    if duration and draw(st.integers(0, 4)):
+        notes[ANNOTATION + "duration"] = draw(st.sampled_from(("0", "1", "5", "10", "20", "2.5")))
+    if draw(st.integers(0, 4)) == 0:
+        notes[ANNOTATION + "fail-after"] = draw(st.sampled_from(("0", "1", "3", "8")))
+        if draw(st.booleans()):
+            notes[ANNOTATION + "exit-code"] = draw(st.sampled_from(("1", "3", "137")))
+    if whole_group:
+        notes[ANNOTATION + "needs-whole-group"] = "true"
+    template: dict[str, Any] = {"spec": spec}
+    if notes:
+        template["metadata"] = {"annotations": notes}
+    return template

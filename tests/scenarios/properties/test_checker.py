@@ -1,0 +1,286 @@
+"""The invariant checker itself: each invariant passes a sound event stream and stops a
+broken one with a message naming the time, the object and the rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.scenarios.properties.checker import Checker
+from tests.scenarios.properties.invariants import (
+    GangNeverPartial,
+    Invariant,
+    NamesAndUidsUnique,
+    NodesNeverOverfull,
+    NoDoubleBinding,
+    PendingPodsHaveReasons,
+    PlacementRespectsNode,
+    RunEnds,
+    Violation,
+    reasons_by_name,
+)
+from tests.scenarios.properties.world import NodeFacts, PodFacts
+
+
+@dataclass
+class FakeWorld:
+    pods: dict[tuple[str, str], PodFacts] = field(default_factory=dict)
+    nodes: dict[str, NodeFacts] = field(default_factory=dict)
+    uids: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    min_members: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def uid(self, kind: str, namespace: str, name: str) -> str | None:
+        return self.uids.get((kind, namespace, name))
+
+    def pod(self, namespace: str, name: str) -> PodFacts | None:
+        return self.pods.get((namespace, name))
+
+    def node(self, name: str) -> NodeFacts | None:
+        return self.nodes.get(name)
+
+    def min_member(self, namespace: str, group: str) -> int | None:
+        return self.min_members.get((namespace, group))
+
+
+@dataclass
+class Outcome:
+    reason: str = "settled"
+    sessions: int = 1
+
+
+def facts(group: str = "g", cpu: int = 1000, **extra: Any) -> PodFacts:
+    requests = {"cpu": cpu, "pods": 1}
+    defaults: dict[str, Any] = {
+        "requests": requests,
+        "start_requests": requests,
+        "ours": True,
+        "group": group,
+        "needs_whole_group": False,
+    }
+    return PodFacts(**{**defaults, **extra})
+
+
+def world(min_member: int = 1, **pods: PodFacts) -> FakeWorld:
+    w = FakeWorld(
+        nodes={"n0": NodeFacts({"cpu": 2000, "pods": 110}, labels={"zone": "a"})},
+        min_members={("default", "g"): min_member},
+    )
+    for name, f in pods.items():
+        w.pods[("default", name)] = f
+    return w
+
+
+def ev(time: float, event: str, name: str, kind: str = "Pod", **extra: Any) -> dict[str, Any]:
+    namespace = "" if kind == "Node" else "default"
+    return {
+        "time": time,
+        "event": event,
+        "kind": kind,
+        "namespace": namespace,
+        "name": name,
+        **extra,
+    }
+
+
+SETUP = [ev(0, "submitted", "n0", kind="Node"), ev(0, "submitted", "g", kind="PodGroup")]
+
+
+def run(
+    w: FakeWorld,
+    events: list[dict[str, Any]],
+    outcome: Outcome | None = None,
+    invariants: list[Invariant] | None = None,
+) -> None:
+    checker = Checker(w, invariants)
+    for event in [*SETUP, *events]:
+        checker.feed(event)
+    checker.finish(outcome or Outcome())
+
+
+def bind(time: float, name: str, node: str = "n0") -> list[dict[str, Any]]:
+    return [ev(time, "bound", name, node=node), ev(time, "started", name, node=node)]
+
+
+def test_a_sound_run_passes() -> None:
+    w = world(min_member=2, a=facts(), b=facts())
+    events = [ev(0, "submitted", "a"), ev(0, "submitted", "b"), *bind(0, "a"), *bind(0, "b")]
+    events += [ev(5, "completed", "a", node="n0"), ev(5, "completed", "b", node="n0")]
+
+    run(w, events, Outcome("done"))
+
+
+def test_two_live_objects_of_one_name() -> None:
+    w = world(a=facts())
+    with pytest.raises(Violation, match=r"t=3s: unique names and uids: Pod default/a: created"):
+        run(w, [ev(0, "submitted", "a"), ev(3, "created", "a")])
+
+
+def test_a_name_may_come_back_after_its_deletion() -> None:
+    w = world(a=facts())
+    events = [ev(0, "submitted", "a"), ev(1, "deleted", "a"), ev(2, "created", "a"), *bind(2, "a")]
+
+    run(w, events)
+
+
+def test_two_live_objects_sharing_a_uid() -> None:
+    w = world(a=facts(), b=facts())
+    w.uids[("Pod", "default", "a")] = w.uids[("Pod", "default", "b")] = "u-1"
+    events = [ev(0, "submitted", "a"), ev(0, "submitted", "b")]
+    with pytest.raises(Violation, match=r"Pod default/b: uid u-1 is already used by Pod default/a"):
+        run(w, events, invariants=[NamesAndUidsUnique()])
+    run(w, events, invariants=[NamesAndUidsUnique(uids=False)])
+
+
+def test_a_node_overfull_in_one_resource() -> None:
+    w = world(a=facts(cpu=1500), b=facts(cpu=1000))
+    with pytest.raises(Violation, match=r"t=1s: node capacity: Pod default/b: .*cpu 1500 held"):
+        run(w, [ev(0, "submitted", "a"), ev(0, "submitted", "b"), *bind(0, "a"), *bind(1, "b")])
+
+
+def test_a_node_frees_what_an_ended_pod_held() -> None:
+    w = world(a=facts(cpu=1500), b=facts(cpu=1000))
+    events = [ev(0, "submitted", "a"), ev(0, "submitted", "b"), *bind(0, "a")]
+    events += [ev(1, "completed", "a", node="n0"), *bind(1, "b")]
+
+    run(w, events)
+
+
+def test_init_containers_must_fit_beside_what_the_node_holds() -> None:
+    w = world(a=facts(cpu=1000), b=facts(cpu=500, start_requests={"cpu": 1500, "pods": 1}))
+    with pytest.raises(Violation, match=r"cpu 1000 held \+ 1500 to start > allocatable 2000"):
+        run(w, [ev(0, "submitted", "a"), ev(0, "submitted", "b"), *bind(0, "a"), *bind(0, "b")])
+
+
+def test_a_pod_on_a_node_its_selector_excludes() -> None:
+    w = world(a=facts(node_selector={"zone": "b"}))
+    with pytest.raises(Violation, match=r"node placement rules: Pod default/a: .*nodeSelector"):
+        run(w, [ev(0, "submitted", "a"), *bind(0, "a")])
+
+
+def test_a_pod_on_a_tainted_node_it_does_not_tolerate() -> None:
+    w = world(a=facts(), b=facts(tolerations=({"operator": "Exists"},)))
+    w.nodes["n0"] = NodeFacts(
+        {"cpu": 4000, "pods": 110}, taints=({"key": "k", "value": "v", "effect": "NoSchedule"},)
+    )
+    run(w, [ev(0, "submitted", "b"), *bind(0, "b")])
+    with pytest.raises(Violation, match=r"taint k=v:NoSchedule is not tolerated"):
+        run(w, [ev(0, "submitted", "a"), *bind(0, "a")])
+
+
+def test_a_gang_bound_below_its_min_member() -> None:
+    w = world(min_member=2, a=facts(), b=facts())
+    with pytest.raises(Violation, match=r"t=0s: gang: PodGroup default/g: bound a leaving 1 of"):
+        run(w, [ev(0, "submitted", "a"), ev(0, "submitted", "b"), *bind(0, "a")])
+
+
+def test_succeeded_members_count_and_controllers_may_delete_after_the_binds() -> None:
+    w = world(min_member=2, a=facts(), b=facts(), c=facts())
+    events = [ev(0, "submitted", n) for n in "abc"]
+    events += [*bind(0, "a"), *bind(0, "b"), ev(3, "completed", "a", node="n0")]
+    events += [ev(3, "deleted", "b"), *bind(4, "c")]
+
+    run(w, events)
+
+
+def test_a_whole_group_gang_left_partly_running() -> None:
+    whole = facts(needs_whole_group=True, cpu=500)
+    w = world(min_member=2, a=whole, b=whole)
+    with pytest.raises(Violation, match=r"gang: PodGroup default/g: needs the whole group but b"):
+        run(w, [ev(0, "submitted", "a"), ev(0, "submitted", "b"), *bind(0, "a")])
+
+
+def test_pending_best_effort_members_count_only_when_asked() -> None:
+    w = world(min_member=2, a=facts(), b=facts(cpu=0))
+    events = [ev(0, "submitted", "a"), ev(0, "submitted", "b"), *bind(0, "a")]
+    with pytest.raises(Violation, match=r"bound a leaving 1 of minMember 2"):
+        run(w, events, invariants=[GangNeverPartial()])
+    run(w, events, invariants=[GangNeverPartial(pending_best_effort_ready=True)])
+
+
+def test_a_pod_bound_without_its_podgroup() -> None:
+    w = world(a=facts(group="absent"))
+    with pytest.raises(Violation, match=r"bound while its PodGroup 'absent' is absent"):
+        run(w, [ev(0, "submitted", "a"), *bind(0, "a")])
+
+
+def test_a_pod_bound_while_bound_or_bound_again() -> None:
+    w = world(a=facts(cpu=0))
+    with pytest.raises(Violation, match=r"one binding per pod: Pod default/a: bound to n0 while"):
+        run(w, [ev(0, "submitted", "a"), *bind(0, "a"), *bind(1, "a")])
+    again = [ev(0, "submitted", "a"), *bind(0, "a"), ev(1, "completed", "a"), *bind(2, "a")]
+    with pytest.raises(Violation, match=r"bound again after its run"):
+        run(w, again)
+
+
+def test_a_pod_left_pending_without_a_reason() -> None:
+    w = world(a=facts(), b=facts())
+    quiet = [ev(0, "submitted", "a"), ev(0, "submitted", "b")]
+    quiet.append(ev(0, "unschedulable", "a", reason="0/1 nodes are available"))
+    with pytest.raises(Violation, match=r"pending pods have reasons: Pod default/b: never ran"):
+        run(w, quiet, Outcome("stuck"), [PendingPodsHaveReasons()])
+
+
+def test_a_reason_for_an_earlier_pod_of_the_name_counts_only_when_asked() -> None:
+    w = world(a=facts())
+    events = [ev(0, "submitted", "a"), ev(0, "unschedulable", "a", reason="no room")]
+    events += [ev(1, "deleted", "a"), ev(1, "created", "a")]
+    with pytest.raises(Violation, match=r"never ran"):
+        run(w, events, Outcome("stuck"), [PendingPodsHaveReasons()])
+    run(w, events, Outcome("stuck"), [PendingPodsHaveReasons(reasons_by_name)])
+
+
+def test_a_run_that_does_not_end_or_takes_too_many_sessions() -> None:
+    w = world(a=facts())
+    with pytest.raises(Violation, match=r"run ends: the run: did not end by itself \(until\)"):
+        run(w, [], Outcome("until"))
+    with pytest.raises(Violation, match=r"41 sessions for 2 instants"):
+        run(w, [ev(1, "submitted", "a"), *bind(1, "a")], Outcome("settled", sessions=41))
+
+
+def test_a_verdict_the_events_contradict() -> None:
+    w = world(a=facts())
+    with pytest.raises(Violation, match=r"done with pods pending: a"):
+        run(w, [ev(0, "submitted", "a")], Outcome("done"))
+    with pytest.raises(Violation, match=r"done with pods running: a"):
+        run(w, [ev(0, "submitted", "a"), *bind(0, "a")], Outcome("done"))
+    with pytest.raises(Violation, match=r"stuck with no pod pending"):
+        run(w, [], Outcome("stuck"))
+
+
+def test_a_job_left_pending_is_not_done() -> None:
+    events = [ev(0, "phase", "j", kind="Job", phase="Pending")]
+    with pytest.raises(Violation, match=r"done with Volcano Jobs Pending: default/j"):
+        run(world(), events, Outcome("done"), [RunEnds()])
+    run(world(), events, Outcome("done"), [RunEnds(jobs=False)])
+    run(world(), [*events, ev(1, "deleted", "j", kind="Job")], Outcome("done"), [RunEnds()])
+
+
+def test_events_must_come_in_time_order() -> None:
+    with pytest.raises(Violation, match=r"time order"):
+        run(world(), [ev(5, "submitted", "a"), ev(4, "submitted", "b")])
+
+
+def test_later_capabilities_add_their_own_invariants() -> None:
+    class NoEviction(RunEnds):
+        name = "no eviction"
+
+        def before(self, event: dict[str, Any], ledger: Any) -> None:  # type: ignore[override]
+            if event["event"] == "evicted":
+                self.fail(ledger, event["name"], "evicted")
+
+    w = world(a=facts())
+    checker = Checker(w, [NoEviction(), NoDoubleBinding(), NodesNeverOverfull()])
+    checker.feed(ev(0, "submitted", "a"))
+    with pytest.raises(Violation, match=r"t=2s: no eviction: a: evicted"):
+        checker.feed(ev(2, "evicted", "a"))
+    assert [type(i) for i in Checker(w).invariants] == [
+        RunEnds,
+        NamesAndUidsUnique,
+        NodesNeverOverfull,
+        PlacementRespectsNode,
+        GangNeverPartial,
+        NoDoubleBinding,
+        PendingPodsHaveReasons,
+    ]

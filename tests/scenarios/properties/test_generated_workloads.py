@@ -1,0 +1,77 @@
+"""Generated clusters and workloads through the real loader and simulator.
+
+Every event is checked as it is emitted (tests/scenarios/properties/invariants.py), and the
+same input must give byte-identical events on every run: twice in one process, with the
+compiled kernels and with their NumPy twins, and under another hash seed.
+The number of examples comes from the Hypothesis profile (conftest.py): all of them for the
+invariants, half for the repeat runs (three runs each), one in fifty under another hash seed
+(a subprocess each).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+
+from asyncsched.model import kernels
+from tests.scenarios.properties.runner import kernels_used, simulate
+from tests.scenarios.properties.workloads import Input, inputs
+
+ROOT = Path(__file__).resolve().parents[3]
+CONFIGS = st.sampled_from([None, "binpack-config.yaml"])
+
+
+@given(inputs(), CONFIGS)
+def test_invariants_hold_at_every_instant(workload: Input, config: str | None) -> None:
+    text = workload.yaml()
+    note(text)
+    run = simulate(text, horizon=workload.horizon, config=config)
+    event(f"outcome: {run.outcome.reason}")
+    bound = run.events.count(b'"event":"bound"')
+    event("pods bound: " + ("10 or more" if bound >= 10 else str(bound)))
+
+
+@settings(max_examples=max(10, settings().max_examples // 2))
+@given(inputs(), CONFIGS)
+def test_same_input_same_events_with_either_kernels(workload: Input, config: str | None) -> None:
+    text = workload.yaml()
+    note(text)
+    first = simulate(text, horizon=workload.horizon, config=config, checked=False).events
+    again = simulate(text, horizon=workload.horizon, config=config, checked=False).events
+    assert again == first, "a second run of the same input differs"
+    if not kernels.NATIVE:
+        pytest.skip("the compiled kernels are not built; nothing to compare the twins with")
+    with kernels_used(native=False):
+        pure = simulate(text, horizon=workload.horizon, config=config, checked=False).events
+    assert pure == first, "the NumPy twins decide differently from the compiled kernels"
+
+
+_CLI = "import sys; from asyncsched.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@settings(max_examples=max(3, settings().max_examples // 50))
+@given(workload=inputs())
+def test_same_events_under_another_hash_seed(
+    workload: Input, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Set and dict orders of strings change with PYTHONHASHSEED; the events must not."""
+    text = workload.yaml()
+    note(text)
+    here = simulate(text, horizon=workload.horizon, checked=False).events
+    folder = tmp_path_factory.mktemp("hashseed")
+    manifest, events = folder / "input.yaml", folder / "events.jsonl"
+    manifest.write_text(text)
+    argv = ["simulate", "-f", str(manifest), "--events", str(events)]
+    argv += ["--until", f"{workload.horizon:g}"]
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI, *argv], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode in (0, 3, 4), done.stderr  # ran, deadlock, stuck
+    assert events.read_bytes() == here, "the events depend on the hash seed"

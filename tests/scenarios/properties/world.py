@@ -1,0 +1,173 @@
+"""What the invariant checker needs to know about an object at the moment of an event.
+
+The event stream names objects; their requests, labels, taints and uids live
+in the objects themselves. ``World`` is the checker's one door to them, read
+while the event is being emitted (the simulator calls ``on_event`` right after
+the change it reports), so the facts are those of that instant.
+
+The requests are computed here, from the pod spec, by Kubernetes' own rules and
+without the scheduler's code, so the capacity check is an independent oracle:
+a container's request for a resource is its ``requests`` entry, or its
+``limits`` entry when only a limit is given (the API server's defaulting); a
+running pod holds the sum over its containers plus its overhead; to start, it
+needs the larger of that and its biggest init container, plus overhead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queue, to_units
+from asyncsched.api.core import Container
+from asyncsched.backends.sim import Simulation
+from asyncsched.backends.sim.manifests import NEEDS_WHOLE_GROUP_ANNOTATION
+
+__all__ = ["NodeFacts", "PodFacts", "SimWorld", "World", "container_requests"]
+
+PODS = "pods"
+DEFAULT_MAX_PODS = 110
+"""Pods a node takes when its allocatable does not say (the kubelet's default)."""
+
+
+@dataclass(frozen=True)
+class PodFacts:
+    requests: Mapping[str, int]
+    """Held while running: the containers' sum plus overhead, and one ``pods``."""
+    start_requests: Mapping[str, int]
+    """Needed to start: the larger of ``requests`` and the biggest init container."""
+    ours: bool
+    """Its schedulerName is one the simulator schedules."""
+    group: str
+    needs_whole_group: bool
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_terms: tuple[Mapping[str, Any], ...] = ()
+    """Required node affinity: nodeSelectorTerms (ORed), each with matchExpressions."""
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def best_effort(self) -> bool:
+        """Asks for nothing but a pod slot (Volcano's floor: under 10 millicpu)."""
+        return all(
+            v < (10 if r == "cpu" else 1) for r, v in self.start_requests.items() if r != PODS
+        )
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    allocatable: Mapping[str, int]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Mapping[str, str], ...] = ()
+    unschedulable: bool = False
+
+
+class World(Protocol):
+    """Facts about live objects, read at the moment of the event that names them."""
+
+    def uid(self, kind: str, namespace: str, name: str) -> str | None: ...
+
+    def pod(self, namespace: str, name: str) -> PodFacts | None: ...
+
+    def node(self, name: str) -> NodeFacts | None: ...
+
+    def min_member(self, namespace: str, group: str) -> int | None:
+        """The PodGroup's minMember, None when there is no such PodGroup."""
+        ...
+
+
+def container_requests(container: Container) -> dict[str, int]:
+    quantities = {**container.resources.limits, **container.resources.requests}
+    return {r: to_units(r, q) for r, q in quantities.items()}
+
+
+def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
+    for r, v in more.items():
+        total[r] = total.get(r, 0) + v
+
+
+def pod_facts(pod: Pod, scheduler_names: tuple[str, ...]) -> PodFacts:
+    running: dict[str, int] = {}
+    for c in pod.spec.containers:
+        _add(running, container_requests(c))
+    start = dict(running)
+    for c in pod.spec.init_containers:
+        for r, v in container_requests(c).items():
+            start[r] = max(start.get(r, 0), v)
+    overhead = {r: to_units(r, q) for r, q in pod.spec.overhead.items()}
+    for amounts in (running, start):
+        _add(amounts, overhead)
+        amounts[PODS] = 1
+    affinity = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+    required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
+    terms = tuple(
+        {
+            "matchExpressions": [
+                {"key": e.key, "operator": e.operator, "values": list(e.values)}
+                for e in t.match_expressions
+            ]
+        }
+        for t in (required.node_selector_terms if required else [])
+    )
+    notes = pod.metadata.annotations
+    return PodFacts(
+        requests=running,
+        start_requests=start,
+        ours=pod.spec.scheduler_name in scheduler_names,
+        group=notes.get(GROUP_NAME_ANNOTATION, ""),
+        needs_whole_group=notes.get(NEEDS_WHOLE_GROUP_ANNOTATION) == "true",
+        node_selector=dict(pod.spec.node_selector),
+        required_terms=terms,
+        tolerations=tuple(
+            {"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect}
+            for t in pod.spec.tolerations
+        ),
+    )
+
+
+def node_facts(node: Node) -> NodeFacts:
+    source = node.status.allocatable or node.status.capacity
+    allocatable = {r: to_units(r, q) for r, q in source.items()}
+    allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
+    return NodeFacts(
+        allocatable=allocatable,
+        labels=dict(node.metadata.labels),
+        taints=tuple(
+            {"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints
+        ),
+        unschedulable=node.spec.unschedulable,
+    )
+
+
+class SimWorld:
+    """``World`` over a running ``Simulation``, read through its object store (the
+    simulated API server), as any client of the cluster would read it."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.scheduler_names = tuple(sim.scheduler.cache.scheduler_names)
+
+    def uid(self, kind: str, namespace: str, name: str) -> str | None:
+        key = f"{namespace}/{name}" if namespace else name
+        kinds: dict[str, type[Any]] = {
+            "Pod": Pod,
+            "PodGroup": PodGroup,
+            "Job": Job,
+            "Node": Node,
+            "Queue": Queue,
+        }
+        found = kinds.get(kind)
+        obj = self.sim.store.get(found, key) if found is not None else None
+        return str(obj.metadata.uid) if obj is not None else None
+
+    def pod(self, namespace: str, name: str) -> PodFacts | None:
+        pod = self.sim.store.get(Pod, f"{namespace}/{name}")
+        return pod_facts(pod, self.scheduler_names) if pod is not None else None
+
+    def node(self, name: str) -> NodeFacts | None:
+        node = self.sim.store.get(Node, name)
+        return node_facts(node) if node is not None else None
+
+    def min_member(self, namespace: str, group: str) -> int | None:
+        pg = self.sim.store.get(PodGroup, f"{namespace}/{group}")
+        return pg.spec.min_member if pg is not None else None

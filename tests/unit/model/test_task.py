@@ -1,0 +1,36 @@
+"""What a pod asks of a node: its containers' requests, init containers and overhead."""
+
+from __future__ import annotations
+
+import msgspec
+
+from asyncsched.api import Pod
+from asyncsched.model.task import pod_requests
+
+
+def _pod(spec: dict[str, object]) -> Pod:
+    return msgspec.convert({"metadata": {"name": "p"}, "spec": spec}, Pod)
+
+
+def test_a_limit_without_a_request_is_the_request() -> None:
+    pod = _pod(
+        {
+            "containers": [
+                {"name": "a", "resources": {"limits": {"cpu": "2", "nvidia.com/gpu": 1}}},
+                {"name": "b", "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "4"}}},
+            ],
+            "initContainers": [{"name": "i", "resources": {"limits": {"memory": "1Gi"}}}],
+        }
+    )
+
+    running, to_start = pod_requests(pod)
+
+    assert running.get("cpu") == 2500 and running.get("nvidia.com/gpu") == 1
+    assert running.get("memory") == 0
+    assert to_start.get("memory") == 2**30 and to_start.get("cpu") == 2500
+
+
+def test_no_requests_and_no_limits_is_best_effort() -> None:
+    running, to_start = pod_requests(_pod({"containers": [{"name": "a"}]}))
+
+    assert running.is_empty() and to_start.is_empty()

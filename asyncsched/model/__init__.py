@@ -5,7 +5,7 @@ from asyncsched.model.node import NodeInfo
 from asyncsched.model.node_table import NodeTable
 from asyncsched.model.queue import QueueInfo, QueueState
 from asyncsched.model.resource import Resource
-from asyncsched.model.snapshot import ClusterSnapshot
+from asyncsched.model.snapshot import ClusterSnapshot, SnapshotReuseError
 from asyncsched.model.status import TaskStatus
 from asyncsched.model.task import TaskInfo
 
@@ -18,6 +18,7 @@ __all__ = [
     "QueueInfo",
     "QueueState",
     "Resource",
+    "SnapshotReuseError",
     "TaskInfo",
     "TaskStatus",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from asyncsched.api import Pod
+from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.resource import Resource
 from asyncsched.model.status import TaskStatus, status_of_pod
 from asyncsched.model.timestamps import parse_timestamp
@@ -31,23 +32,27 @@ def pod_requests(pod: Pod) -> tuple[Resource, Resource]:
     return total + overhead, total.maximum(init_peak) + overhead
 
 
-class TaskInfo:
-    """A pod's scheduling state. Mutable inside a session; the cache clones it for each snapshot."""
+class TaskInfo(Tracked):
+    """A pod's scheduling state. Mutable inside a session; the cache clones it for each snapshot.
+
+    ``status`` and ``node_name`` are the only fields a session changes; setting
+    either marks the task touched (see ``asyncsched.model.journal``).
+    """
 
     __slots__ = (
+        "_node_name",
+        "_status",
         "best_effort",
         "creation",
         "init_resreq",
         "job",
         "name",
         "namespace",
-        "node_name",
         "pod",
         "preemptable",
         "priority",
         "resreq",
         "role",
-        "status",
         "uid",
     )
 
@@ -77,16 +82,55 @@ class TaskInfo:
         self.best_effort = self.init_resreq.is_empty()
         self.role = role
         self.priority = priority
-        self.status = status
-        self.node_name = node_name
+        self._status = status
+        self._node_name = node_name
         self.creation = creation
         self.preemptable = preemptable
         self.pod = pod if pod is not None else Pod()
+        self.touched = False
+        self.journal = None
+
+    @property
+    def status(self) -> TaskStatus:
+        return self._status
+
+    @status.setter
+    def status(self, value: TaskStatus) -> None:
+        self._status = value
+        if not self.touched:
+            self.touch()
+
+    @property
+    def node_name(self) -> str:
+        return self._node_name
+
+    @node_name.setter
+    def node_name(self, value: str) -> None:
+        self._node_name = value
+        if not self.touched:
+            self.touch()
 
     @classmethod
-    def from_pod(cls, pod: Pod, job: str, priority: int) -> TaskInfo:
+    def from_pod(
+        cls, pod: Pod, job: str, priority: int, previous: TaskInfo | None = None
+    ) -> TaskInfo:
+        """The pod's task; its requests are parsed again only when its spec changed.
+
+        ``previous`` is the task of an earlier version of the same pod: when the
+        new version keeps the same spec object (a status or nodeName update made
+        with ``msgspec.structs.replace`` does), its parsed requests are reused.
+        """
         meta = pod.metadata
-        resreq, init_resreq = pod_requests(pod)
+        if previous is not None and previous.pod.spec is pod.spec:
+            resreq, init_resreq = previous.resreq, previous.init_resreq
+        else:
+            resreq, init_resreq = pod_requests(pod)
+        if previous is not None and previous.pod.metadata.creation_timestamp == (
+            meta.creation_timestamp
+        ):
+            creation = previous.creation
+        else:
+            creation = parse_timestamp(meta.creation_timestamp)
         return cls(
             uid=meta.uid or f"{meta.namespace}/{meta.name}",
             name=meta.name,
@@ -100,12 +144,13 @@ class TaskInfo:
                 pod.status.phase, pod.spec.node_name, meta.deletion_timestamp is not None
             ),
             node_name=pod.spec.node_name,
-            creation=parse_timestamp(meta.creation_timestamp),
+            creation=creation,
             preemptable=meta.annotations.get(PREEMPTABLE_ANNOTATION, "") == "true",
             pod=pod,
         )
 
-    def clone(self) -> TaskInfo:
+    def clone(self, journal: Journal | None = None) -> TaskInfo:
+        """A copy, untouched, whose changes go to ``journal``."""
         twin = TaskInfo.__new__(TaskInfo)
         # Unrolled (a loop over __slots__ costs twice as much, once per task per snapshot).
         twin.best_effort = self.best_effort
@@ -114,14 +159,16 @@ class TaskInfo:
         twin.job = self.job
         twin.name = self.name
         twin.namespace = self.namespace
-        twin.node_name = self.node_name
+        twin._node_name = self._node_name
         twin.pod = self.pod
         twin.preemptable = self.preemptable
         twin.priority = self.priority
         twin.resreq = self.resreq
         twin.role = self.role
-        twin.status = self.status
+        twin._status = self._status
         twin.uid = self.uid
+        twin.touched = False
+        twin.journal = journal
         return twin
 
     @property

@@ -70,8 +70,7 @@ def _sessions(seed: int, fresh: bool) -> list[Any]:
     out: list[Any] = []
     for n in range(5):
         if fresh:  # forget what the previous snapshot handed out: rebuild everything
-            cache._clones = {}
-            cache._job_clones = {}
+            cache.changes.everything = True
         result, _ = run_session(cache.snapshot(now=100.0 + n), loaded, uid=f"s{n}")
         out.append((result.binds, result.unschedulable, result.podgroups, result.enqueued))
         for bind in result.binds:

@@ -88,7 +88,7 @@ class _Allocation:
         ssn = self.ssn
         enqueue_configured = "enqueue" in ssn.configuration.actions
         task_key = ssn.task_key()
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs.values():
             if job.is_pending():
                 if enqueue_configured:
                     continue

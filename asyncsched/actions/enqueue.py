@@ -38,7 +38,7 @@ class EnqueueAction:
         counter = itertools.count()
         queues: list[HeapEntry] = []
         pending: dict[str, list[HeapEntry]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs.values():
             queue = ssn.queue_of(job)
             if queue is None:
                 continue

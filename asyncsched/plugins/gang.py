@@ -157,7 +157,7 @@ class GangPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         when = format_timestamp(ssn.now) if ssn.now else None
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs.values():
             if not job.tasks:
                 continue
             if is_ready(job):

@@ -30,13 +30,15 @@ class Changes:
     nodes: set[str] = field(default_factory=set)
     node_set: bool = True
     """Nodes were added or removed: rows are numbered anew."""
+    node_objects: bool = True
+    """A Node object changed (labels, taints, conditions...): node flags are made anew."""
     everything: bool = True
     """Priorities or the set of queues changed: every task and job is copied again."""
 
     @staticmethod
     def cleared() -> Changes:
         """Nothing changed yet (after a snapshot)."""
-        return Changes(node_set=False, everything=False)
+        return Changes(node_set=False, node_objects=False, everything=False)
 
     def task(self, task: TaskInfo) -> None:
         """A task changed: it, its job and the node it sits on are copied again."""

@@ -68,6 +68,7 @@ class ClusterCache:
         else:
             existing.update(node)
         self.changes.nodes.add(name)
+        self.changes.node_objects = True
         self.generation += 1
 
     def delete_node(self, name: str) -> None:
@@ -75,6 +76,7 @@ class ClusterCache:
         if info is not None:
             self.table.remove_row(info.row)
             self.changes.node_set = True
+            self.changes.node_objects = True
             self.changes.nodes.add(name)
             self.generation += 1
 

@@ -19,11 +19,12 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from asyncsched.api import PodGroup
+from asyncsched.api import PodGroup, Queue
 from asyncsched.cache.changes import JobEntry
 from asyncsched.model import (
     ClusterSnapshot,
     JobInfo,
+    NodeFlags,
     NodeInfo,
     NodeTable,
     PodGroupPhase,
@@ -67,6 +68,8 @@ class _Handed:
     last_seq: int = 0
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     rows: list[int] = field(default_factory=list)
+    flags: NodeFlags | None = None
+    queue_infos: dict[str, tuple[Queue, QueueInfo]] = field(default_factory=dict)
     templates: dict[str, _Template] = field(default_factory=dict)
     active: set[str] = field(default_factory=set)
     settled: dict[str, JobInfo] = field(default_factory=dict)
@@ -156,9 +159,7 @@ class _Build:
             else:
                 handed.tasks[key] = self._task(source)
 
-        queues = {name: QueueInfo.from_queue(q) for name, q in cache.queues.items()}
-        if "default" not in queues:
-            queues["default"] = QueueInfo.default()
+        queues = self._queues()
         added: list[str] = []
         for key in job_keys:
             self._unsettle(key)
@@ -175,6 +176,8 @@ class _Build:
         self._partition(job_keys)
 
         table = self._nodes(node_names, full or changes.node_set)
+        if handed.flags is None or full or changes.node_objects or changes.node_set:
+            handed.flags = NodeFlags.of(list(handed.nodes.values()))
         active = None
         if handed.settled:
             entries = cache.jobs
@@ -187,10 +190,26 @@ class _Build:
             table=table,
             priority_classes=self.priorities,
             now=self.now,
+            node_flags=handed.flags,
             active=active,
             settled_totals={q: t.copy() for q, t in handed.totals.items() if t.jobs},
             settled_under=handed.token if handed.settled else None,
         )
+
+    def _queues(self) -> dict[str, QueueInfo]:
+        """QueueInfos, parsed again only for Queue objects that changed (they are read-only)."""
+        known = self.handed.queue_infos
+        queues = {}
+        for name, queue in self.cache.queues.items():
+            found = known.get(name)
+            if found is None or found[0] is not queue:
+                found = known[name] = (queue, QueueInfo.from_queue(queue))
+            queues[name] = found[1]
+        for name in [n for n in known if n not in queues]:
+            del known[name]
+        if "default" not in queues:
+            queues["default"] = QueueInfo.default()
+        return queues
 
     # -- settled jobs ------------------------------------------------------------
 

@@ -44,7 +44,7 @@ from asyncsched.framework.hooks import (
 )
 from asyncsched.framework.plugin import Plugin
 from asyncsched.framework.results import FitErrors, PluginFailure, SessionResult
-from asyncsched.model import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo, TaskInfo
+from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
 from asyncsched.model.books import SettledTotals
 
 __all__ = ["EventHandler", "GangAttempt", "HeapEntry", "OrderKey", "Session"]
@@ -109,10 +109,14 @@ class Session:
         self._flat_cache: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
         self._disabled: set[str] = set()
         self._callers: dict[str, Callable[[str, Callable[..., Any], tuple[Any, ...]], Any]] = {}
-        if any(n.row != i for i, n in enumerate(self.node_list)):
+        flags = snapshot.node_flags
+        if flags is None:  # a snapshot made by hand: check and derive what the cache's has
             self.node_list.sort(key=lambda n: n.row)
-        if any(n.row != i for i, n in enumerate(self.node_list)):
-            raise ValueError("snapshot node table must be compact (node i in row i)")
+            if any(n.row != i for i, n in enumerate(self.node_list)):
+                raise ValueError("snapshot node table must be compact (node i in row i)")
+            flags = NodeFlags.of(self.node_list)
+        self.node_flags: NodeFlags = flags
+        """Per-row ready, unschedulable and tainted flags of ``node_list``."""
 
     # -- registration --------------------------------------------------------
 

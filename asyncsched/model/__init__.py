@@ -1,7 +1,7 @@
 """The scheduling model: resources, tasks, jobs, nodes and queues, free of I/O."""
 
 from asyncsched.model.job import JobInfo, PodGroupPhase
-from asyncsched.model.node import NodeInfo
+from asyncsched.model.node import NodeFlags, NodeInfo
 from asyncsched.model.node_table import NodeTable
 from asyncsched.model.queue import QueueInfo, QueueState
 from asyncsched.model.resource import Resource
@@ -12,6 +12,7 @@ from asyncsched.model.task import TaskInfo
 __all__ = [
     "ClusterSnapshot",
     "JobInfo",
+    "NodeFlags",
     "NodeInfo",
     "NodeTable",
     "PodGroupPhase",

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
 from asyncsched.api import Node
 from asyncsched.api.core import Taint
 from asyncsched.api.quantity import to_units
@@ -11,7 +17,7 @@ from asyncsched.model.resource import PODS, Resource
 from asyncsched.model.status import OCCUPYING_NODE, TaskStatus
 from asyncsched.model.task import TaskInfo
 
-__all__ = ["NodeInfo", "node_allocatable"]
+__all__ = ["NodeFlags", "NodeInfo", "node_allocatable"]
 
 
 def node_allocatable(node: Node) -> tuple[Resource, int]:
@@ -153,6 +159,29 @@ class NodeInfo(Tracked):
 
     def __repr__(self) -> str:
         return f"Node({self.name}, idle={self.idle})"
+
+
+@dataclass(frozen=True)
+class NodeFlags:
+    """Facts of a snapshot's nodes that change only with the Node object, by row.
+
+    Plugins read these at every session open instead of looping over the nodes;
+    the cache keeps them from one snapshot to the next. The arrays are read-only.
+    """
+
+    ready: npt.NDArray[np.bool_]
+    unschedulable: npt.NDArray[np.bool_]
+    tainted: tuple[int, ...]
+    """Rows of the nodes that have any taint, in order."""
+
+    @classmethod
+    def of(cls, nodes: Sequence[NodeInfo]) -> NodeFlags:
+        """The flags of nodes listed in row order."""
+        ready = np.array([n.ready for n in nodes], dtype=np.bool_)
+        unschedulable = np.array([n.unschedulable for n in nodes], dtype=np.bool_)
+        ready.setflags(write=False)
+        unschedulable.setflags(write=False)
+        return cls(ready, unschedulable, tuple(i for i, n in enumerate(nodes) if n.taints))
 
 
 def _is_ready(node: Node) -> bool:

@@ -49,7 +49,7 @@ import numpy as np
 
 from asyncsched.model.books import SettledTotals
 from asyncsched.model.job import JobInfo
-from asyncsched.model.node import NodeInfo
+from asyncsched.model.node import NodeFlags, NodeInfo
 from asyncsched.model.node_table import NodeTable
 from asyncsched.model.queue import QueueInfo
 from asyncsched.model.task import TaskInfo
@@ -67,6 +67,8 @@ class ClusterSnapshot:
     table: NodeTable
     priority_classes: dict[str, int] = field(default_factory=dict)
     now: float = 0.0
+    node_flags: NodeFlags | None = None
+    """Per-row flags of ``nodes`` (listed in row order); None: derived from the nodes."""
     active: dict[str, JobInfo] | None = None
     """The jobs a session must look at, in ``jobs`` order; None: all of them."""
     settled_totals: dict[str, SettledTotals] = field(default_factory=dict)
@@ -139,6 +141,17 @@ def snapshot_differences(mine: ClusterSnapshot, fresh: ClusterSnapshot) -> list[
         found.append("node names or their order differ")
     if list(mine.queues) != list(fresh.queues):
         found.append("queue names differ")
+    flags, fresh_flags = mine.node_flags, fresh.node_flags
+    if (flags is None) != (fresh_flags is None) or (
+        flags is not None
+        and fresh_flags is not None
+        and (
+            flags.tainted != fresh_flags.tainted
+            or not np.array_equal(flags.ready, fresh_flags.ready)
+            or not np.array_equal(flags.unschedulable, fresh_flags.unschedulable)
+        )
+    ):
+        found.append("node flags differ")
     if mine.table.dimensions != fresh.table.dimensions or mine.table.size != fresh.table.size:
         found.append("node table shapes differ")
     else:

@@ -32,6 +32,16 @@ def pod_requests(pod: Pod) -> tuple[Resource, Resource]:
     return total + overhead, total.maximum(init_peak) + overhead
 
 
+def _same_requests(old: Pod, new: Pod) -> bool:
+    """Whether ``new`` certainly requests what ``old`` does: the same objects hold them."""
+    a, b = old.spec, new.spec
+    return a is b or (
+        a.containers is b.containers
+        and a.init_containers is b.init_containers
+        and a.overhead is b.overhead
+    )
+
+
 class TaskInfo(Tracked):
     """A pod's scheduling state. Mutable inside a session; the cache clones it for each snapshot.
 
@@ -121,7 +131,7 @@ class TaskInfo(Tracked):
         with ``msgspec.structs.replace`` does), its parsed requests are reused.
         """
         meta = pod.metadata
-        if previous is not None and previous.pod.spec is pod.spec:
+        if previous is not None and _same_requests(previous.pod, pod):
             resreq, init_resreq = previous.resreq, previous.init_resreq
         else:
             resreq, init_resreq = pod_requests(pod)

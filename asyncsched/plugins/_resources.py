@@ -47,7 +47,7 @@ def _summed(ssn: Session, what: str) -> Resource:
         cached: Resource = found[2]
         return cached
     n = len(ssn.node_list)
-    ready = np.fromiter((node.ready for node in ssn.node_list), dtype=np.bool_, count=n)
+    ready = ssn.node_flags.ready
     rows = table.allocatable[:n][ready]
     if what == "used":
         rows = rows - table.idle[:n][ready]

@@ -78,6 +78,14 @@ def _meta(name: str, namespace: str | None = None, **annotations: str) -> Docume
     return meta
 
 
+def _pod_meta(name: str, namespace: str, **annotations: str) -> Document:
+    """A pod's metadata with a uid, as a real pod has: the simulator names a bare pod's
+    PodGroup after it, and the uids it makes up itself can repeat (see BENCHMARKS.md)."""
+    meta = _meta(name, namespace, **annotations)
+    meta["uid"] = f"uid-{namespace}-{name}"
+    return meta
+
+
 def _requests(cpu_milli: int, memory_mib: int, gpu: int) -> dict[str, Any]:
     requests: dict[str, Any] = {"cpu": f"{cpu_milli}m"}
     if memory_mib:
@@ -177,7 +185,7 @@ class _Synthetic:
                 {
                     "apiVersion": "v1",
                     "kind": "Pod",
-                    "metadata": _meta(f"{name}-{i}", namespace, **{GROUP: name}, **notes),
+                    "metadata": _pod_meta(f"{name}-{i}", namespace, **{GROUP: name}, **notes),
                     "spec": _pod_spec(requests, priority),
                 }
             )
@@ -198,7 +206,7 @@ class _Synthetic:
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": _meta(f"lone-{index:06d}", rng.choice(NAMESPACES), **notes),
+                "metadata": _pod_meta(f"lone-{index:06d}", rng.choice(NAMESPACES), **notes),
                 "spec": _pod_spec(_requests(cpu, cpu * 2 * 1024 // 1000, gpu), priority),
             }
         ]
@@ -396,7 +404,7 @@ def openb(seed: int, pod_list: str = "openb_pod_list_default.csv") -> Workload:
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": _meta(f"{row['name']}-{second:05d}", "default", **annotations),
+                "metadata": _pod_meta(f"{row['name']}-{second:05d}", "default", **annotations),
                 "spec": _pod_spec(
                     _requests(int(row["cpu_milli"]), int(row["memory_mib"]), gpus), ""
                 ),

@@ -204,6 +204,7 @@ def main() -> None:
     parser.add_argument("--max-wall", type=float, help="stop the run after about this long")
     parser.add_argument("--step", type=float, default=60.0, help="virtual seconds per slice")
     parser.add_argument("--profile", action="store_true", help="cProfile to stderr")
+    parser.add_argument("--profile-out", metavar="FILE", help="also dump the cProfile stats")
     parser.add_argument("--write-yaml", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
@@ -281,6 +282,8 @@ def main() -> None:
     if args.workload == "openb":
         figures.update(gpu_figures(sim, notes["cluster_gpus"]))
     if profiler is not None:
+        if args.profile_out:
+            profiler.dump_stats(args.profile_out)
         out = io.StringIO()
         stats = pstats.Stats(profiler, stream=out)
         stats.sort_stats("tottime").print_stats(35)

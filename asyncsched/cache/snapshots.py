@@ -68,6 +68,10 @@ class _Handed:
     last_seq: int = 0
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     rows: list[int] = field(default_factory=list)
+    """The cache table's row of each node, in snapshot row order."""
+    positions: dict[str, int] = field(default_factory=dict)
+    """Each node's row in the snapshot's table."""
+    table: NodeTable | None = None
     flags: NodeFlags | None = None
     queue_infos: dict[str, tuple[Queue, QueueInfo]] = field(default_factory=dict)
     templates: dict[str, _Template] = field(default_factory=dict)
@@ -160,19 +164,19 @@ class _Build:
                 handed.tasks[key] = self._task(source)
 
         queues = self._queues()
-        added: list[str] = []
+        added: dict[str, JobInfo] = {}
         for key in job_keys:
             self._unsettle(key)
             entry = cache.jobs.get(key)
             job = self._job(key, entry, queues) if entry is not None else None
             if job is None:
-                handed.jobs.pop(key, None)
-                handed.templates.pop(key, None)
-            else:
-                if key not in handed.jobs:
-                    added.append(key)
+                if handed.jobs.pop(key, None) is not None:
+                    handed.templates.pop(key, None)
+            elif key in handed.jobs:
                 handed.jobs[key] = job
-        self._order_jobs(added, full)
+            else:
+                added[key] = job
+        self._add_jobs(added)
         self._partition(job_keys)
 
         table = self._nodes(node_names, full or changes.node_set)
@@ -331,38 +335,63 @@ class _Build:
             creation=task.creation,
         )
 
-    def _order_jobs(self, added: list[str], full: bool) -> None:
-        """Keep ``handed.jobs`` in entry order: new entries go last, unless one is older."""
+    def _add_jobs(self, added: dict[str, JobInfo]) -> None:
+        """Add new jobs keeping ``handed.jobs`` in entry order: at the end when they are
+        the newest entries (the usual case), else by listing the entries again.
+
+        The dict is only ever appended to here (no pop and insert), so copying it for
+        each snapshot stays a fast copy.
+        """
         handed, entries = self.handed, self.cache.jobs
         if not added:
             return
         seqs = sorted((entries[k].seq, k) for k in added)
-        if not full and seqs[0][0] > handed.last_seq:
-            for _, key in seqs:  # already at the end, in insertion order; put them in seq order
-                handed.jobs[key] = handed.jobs.pop(key)
+        if seqs[0][0] > handed.last_seq:
+            for _, key in seqs:
+                handed.jobs[key] = added[key]
         else:
-            handed.jobs = {k: handed.jobs[k] for k in entries if k in handed.jobs}
+            jobs = handed.jobs
+            handed.jobs = {k: jobs.get(k) or added[k] for k in entries if k in jobs or k in added}
         handed.last_seq = max(handed.last_seq, seqs[-1][0])
 
     def _nodes(self, names: set[str] | list[str], renumber: bool) -> NodeTable:
+        """The nodes in cache order, node i on row i of the snapshot's table.
+
+        While the node set stays, the table is the last snapshot's again with the
+        rows of the nodes copied again refreshed from the cache (a session writes
+        rows only through the NodeInfos it touches), so nothing here is O(nodes).
+        """
         cache, handed = self.cache, self.handed
         renumber = renumber or any(n not in handed.nodes and n in cache.nodes for n in names)
-        if renumber:
+        table = handed.table
+        if renumber or table is None or table.dimensions != cache.table.dimensions:
+            renumber = True
             handed.rows = [info.row for info in cache.nodes.values()]
-        table = cache.table.compact(handed.rows)
+            handed.positions = {n: i for i, n in enumerate(cache.nodes)}
+            table = handed.table = cache.table.compact(handed.rows)
+        else:
+            source_table = cache.table
+            for name in names:
+                source = cache.nodes.get(name)
+                if source is not None:
+                    row, at = handed.positions[name], source.row
+                    table.allocatable[row] = source_table.allocatable[at]
+                    table.idle[row] = source_table.idle[at]
+                    table.releasing[row] = source_table.releasing[at]
+                    table.pipelined[row] = source_table.pipelined[at]
         tasks = handed.tasks
         for name in names:
             source = cache.nodes.get(name)
             if source is None:
                 handed.nodes.pop(name, None)
                 continue
-            twin = source.rebound(table, 0)
+            twin = source.rebound(table, handed.positions[name])
             twin.tasks = {key: tasks[key] for key in source.tasks}
             twin.journal = handed.journal
             handed.nodes[name] = twin
         if renumber:
             handed.nodes = {n: handed.nodes[n] for n in cache.nodes}
-        for row, info in enumerate(handed.nodes.values()):
-            info.table = table
-            info.row = row
+            for row, info in enumerate(handed.nodes.values()):
+                info.table = table
+                info.row = row
         return table

@@ -152,12 +152,11 @@ def find_node(
     fits = fits_future if pipeline else fits_idle
     per_node = ssn.has(PREDICATE)
 
-    failed_key = (id(fit), id(block), pipeline)
     if not per_node:
         # Fast path: every node's score is known without the candidate list, so one
         # pass over the masks finds the best node; no index arrays are built.
         total = ssn.all_node_scores(task)
-        known = cache.failed.get(failed_key)
+        known = cache.failed.get((id(fit), id(block), pipeline)) if cache.failed else None
         if known is not None and known.matches(table, fit, block):
             ssn.fit_errors[task.uid] = known.errors  # the class found no node; nothing moved
             return None
@@ -196,7 +195,7 @@ def find_node(
         if not per_node:
             if len(cache.failed) > 1024:
                 cache.failed.clear()
-            cache.failed[failed_key] = _Failed(table, fit, block, errors)
+            cache.failed[(id(fit), id(block), pipeline)] = _Failed(table, fit, block, errors)
         return None
     if tier.size == 1:
         chosen, score = int(tier[0]), 0.0

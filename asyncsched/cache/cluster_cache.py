@@ -160,7 +160,10 @@ class ClusterCache:
         task.status = TaskStatus.BINDING
         task.node_name = node_name
         node.add_task(task)
-        self.changes.task(task)
+        changes = self.changes
+        changes.tasks.add(uid)
+        changes.jobs.add(task.job)
+        changes.nodes.add(node_name)
         self.generation += 1
         return True
 

@@ -5,7 +5,9 @@ snapshot is handed out again only when neither the cache nor the session that
 ran on it changed it. The cache says what it changed (``ClusterCache.changes``);
 the session's changes are in the journal every clone writes to when touched
 (``asyncsched.model.journal``). A task copied again takes its job and its nodes
-along, so a job or node handed out again holds only current task copies.
+along, so a job or node handed out again holds only current task copies. A
+task whose cache object is still the one it was copied from is made current
+in place (``TaskInfo.reset_from``) rather than copied anew.
 
 With ``ASYNCSCHED_CHECK_SNAPSHOTS=1`` in the environment every snapshot is also
 built from scratch and compared with the incremental one; a difference raises
@@ -63,6 +65,8 @@ class _Handed:
 
     journal: Journal = field(default_factory=list)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    sources: dict[str, TaskInfo] = field(default_factory=dict)
+    """The cache's task each of ``tasks`` was copied from."""
     jobs: dict[str, JobInfo] = field(default_factory=dict)
     """In the cache's entry order (JobEntry.seq), as the snapshot lists them."""
     last_seq: int = 0
@@ -156,12 +160,19 @@ class _Build:
         else:
             task_keys, job_keys, node_names = self._to_copy()
 
+        sources = handed.sources
         for key in task_keys:
             source = cache.tasks.get(key)
             if source is None:
                 handed.tasks.pop(key, None)
+                sources.pop(key, None)
+                continue
+            old = handed.tasks.get(key)
+            if old is not None and sources.get(key) is source:
+                old.reset_from(source)  # the same pod: only what sessions change can differ
             else:
                 handed.tasks[key] = self._task(source)
+                sources[key] = source
 
         queues = self._queues()
         added: dict[str, JobInfo] = {}

@@ -186,7 +186,8 @@ class JobInfo(Tracked):
         request off and adding it back.
         """
         existing = self.tasks.get(task.uid)
-        if existing is not task or task.status not in ALLOCATED or status not in ALLOCATED:
+        before = task.status
+        if existing is not task or before not in ALLOCATED or status not in ALLOCATED:
             self.remove_task(task)
             task.status = status
             self.add_task(task)
@@ -195,7 +196,7 @@ class JobInfo(Tracked):
             self.touch()
         uid = task.uid
         del self.tasks[uid]
-        self.by_status.get(task.status, {}).pop(uid, None)
+        self.by_status.get(before, {}).pop(uid, None)
         task.status = status
         self.tasks[uid] = task
         self.by_status.setdefault(status, {})[uid] = task

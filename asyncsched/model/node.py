@@ -124,11 +124,12 @@ class NodeInfo(Tracked):
 
     def add_task(self, task: TaskInfo) -> None:
         """Book a task on this node according to its status (Volcano's NodeInfo.AddTask)."""
-        if task.status not in OCCUPYING_NODE or task.uid in self.tasks:
+        status = task.status
+        if status not in OCCUPYING_NODE or task.uid in self.tasks:
             return
         if not self.touched:
             self.touch()
-        self._book(task, self.table.vector(task.resreq), +1)
+        self._book(status, self.table.vector(task.resreq), +1)
         self.tasks[task.uid] = task
 
     def remove_task(self, task: TaskInfo) -> None:
@@ -137,7 +138,7 @@ class NodeInfo(Tracked):
             return
         if not self.touched:
             self.touch()
-        self._book(booked, self.table.vector(booked.resreq), -1)
+        self._book(booked.status, self.table.vector(booked.resreq), -1)
 
     def requeue(self, task: TaskInfo) -> None:
         """Move a booked task to the end of ``tasks`` (as remove then add would), leaving the
@@ -147,8 +148,7 @@ class NodeInfo(Tracked):
         del self.tasks[task.uid]
         self.tasks[task.uid] = task
 
-    def _book(self, task: TaskInfo, vec: Vector, sign: int) -> None:
-        status = task.status
+    def _book(self, status: TaskStatus, vec: Vector, sign: int) -> None:
         if status is TaskStatus.PIPELINED:
             kind = 2
         elif status is TaskStatus.RELEASING:

@@ -181,6 +181,17 @@ class TaskInfo(Tracked):
         twin.journal = journal
         return twin
 
+    def reset_from(self, source: TaskInfo) -> None:
+        """Make this copy of ``source`` equal to a fresh one, untouched.
+
+        Only ``status`` and ``node_name`` change after a copy is made (by the
+        session, through the setters that mark it touched, or by the cache on its
+        own object), so these are all that can differ from a fresh copy.
+        """
+        self._status = source._status
+        self._node_name = source._node_name
+        self.touched = False
+
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"

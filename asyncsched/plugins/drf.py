@@ -49,7 +49,7 @@ class DrfPlugin:
 
     def share_of(self, job_uid: str) -> float:
         """The job's dominant share now (0 for a job the session does not know)."""
-        attr = self._attr(job_uid)
+        attr = self.jobs.get(job_uid) or self._attr(job_uid)
         if attr is None:
             return 0.0
         if attr.stale:

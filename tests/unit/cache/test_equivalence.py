@@ -138,8 +138,10 @@ def test_snapshots_copy_only_changed_tasks() -> None:
     for name in ("a", "b", "c"):
         assert task(third, name).status is TaskStatus.PENDING
         assert task(third, name).node_name == ""
-    assert task(third, "a") is not task(second, "a")  # the session moved it: fresh copy
-    assert task(third, "c") is task(second, "c")  # untouched by anyone: shared
+    # the session moved it: its copy is made current again, and its job copied anew
+    assert third.jobs["default/a"] is not second.jobs["default/a"]
+    assert third.jobs["default/c"] is second.jobs["default/c"]  # untouched by anyone: shared
+    assert task(third, "c") is task(second, "c")
 
     cache.mark_binding("default/a", "n1")
     cache.upsert_pod(pod("c", cpu="2"))

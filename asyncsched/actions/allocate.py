@@ -92,7 +92,7 @@ class _Allocation:
             if job.is_pending():
                 if enqueue_configured:
                     continue
-                job.phase = PodGroupPhase.INQUEUE
+                job.set_phase(PodGroupPhase.INQUEUE)
             verdict = ssn.job_valid(job)
             if verdict is not None and not verdict.passed:
                 log.debug("job %s not valid: %s %s", job.uid, verdict.reason, verdict.message)

@@ -99,8 +99,8 @@ class ClusterCache:
             and previous.status is TaskStatus.BINDING
             and task.status is TaskStatus.PENDING
         ):
-            task.status = TaskStatus.BINDING
-            task.node_name = previous.node_name
+            task.set_status(TaskStatus.BINDING)
+            task.set_node(previous.node_name)
         self._remove_task(key)
         self.pods[key] = pod
         self.tasks[key] = task
@@ -157,8 +157,8 @@ class ClusterCache:
         node = self.nodes.get(node_name)
         if node is None:
             return False
-        task.status = TaskStatus.BINDING
-        task.node_name = node_name
+        task.set_status(TaskStatus.BINDING)
+        task.set_node(node_name)
         node.add_task(task)
         changes = self.changes
         changes.tasks.add(uid)
@@ -176,8 +176,8 @@ class ClusterCache:
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
-        task.status = TaskStatus.PENDING
-        task.node_name = ""
+        task.set_status(TaskStatus.PENDING)
+        task.set_node("")
         self.generation += 1
 
     # -- podgroups, queues, priority classes ------------------------------------

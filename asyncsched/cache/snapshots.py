@@ -299,7 +299,7 @@ class _Build:
         pg = entry.podgroup
         if pg is not None:
             job = self._template(key, pg).clone_empty()
-            job.phase = pg.status.phase or PodGroupPhase.PENDING
+            job.set_phase(pg.status.phase or PodGroupPhase.PENDING)
             job.podgroup = pg
         else:
             lone = self._lone_job(key, entry)

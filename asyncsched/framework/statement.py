@@ -46,7 +46,7 @@ class Statement:
     def _move(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
         node.remove_task(task)
         self.ssn.jobs[task.job].update_task_status(task, status)
-        task.node_name = node.name
+        task.set_node(node.name)
         node.add_task(task)
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
@@ -78,7 +78,7 @@ class Statement:
                 node.add_task(task)
                 self.ssn.fire_allocate(task)
             else:
-                task.node_name = ""
+                task.set_node("")
                 self.ssn.fire_deallocate(task)
         self.operations.clear()
 

@@ -27,14 +27,13 @@ class PodGroupPhase:
 class JobInfo(Tracked):
     """A job's tasks indexed by status, and the gang rules that come from its PodGroup.
 
-    A session changes a job only through ``phase`` and the task methods
+    A session changes a job only through ``set_phase`` and the task methods
     (add_task, remove_task, update_task_status); each marks it touched (see
     ``asyncsched.model.journal``). The other fields are read-only.
     """
 
     __slots__ = (
         "_allocated_before",
-        "_phase",
         "allocated",
         "by_status",
         "creation",
@@ -47,6 +46,7 @@ class JobInfo(Tracked):
         "name",
         "namespace",
         "network_topology",
+        "phase",
         "podgroup",
         "priority",
         "priority_class",
@@ -81,7 +81,7 @@ class JobInfo(Tracked):
         self.min_resources = min_resources
         self.priority = priority
         self.priority_class = priority_class
-        self._phase = phase
+        self.phase = phase
         self.creation = creation
         self.podgroup = podgroup
         self.network_topology = podgroup.spec.network_topology if podgroup else None
@@ -115,13 +115,9 @@ class JobInfo(Tracked):
         """
         return self._allocated_before if self.touched else self.allocated
 
-    @property
-    def phase(self) -> str:
-        return self._phase
-
-    @phase.setter
-    def phase(self, value: str) -> None:
-        self._phase = value
+    def set_phase(self, value: str) -> None:
+        """Change the phase; the job is marked touched (the only way to change it)."""
+        self.phase = value
         if not self.touched:
             self.touch()
 
@@ -189,7 +185,7 @@ class JobInfo(Tracked):
         before = task.status
         if existing is not task or before not in ALLOCATED or status not in ALLOCATED:
             self.remove_task(task)
-            task.status = status
+            task.set_status(status)
             self.add_task(task)
             return
         if not self.touched:
@@ -197,7 +193,7 @@ class JobInfo(Tracked):
         uid = task.uid
         del self.tasks[uid]
         self.by_status.get(before, {}).pop(uid, None)
-        task.status = status
+        task.set_status(status)
         self.tasks[uid] = task
         self.by_status.setdefault(status, {})[uid] = task
 

@@ -11,11 +11,14 @@ an object of the previous snapshot again when
 1. the cache did not change its source since (``ClusterCache.changes``), and
 2. the session that ran on the previous snapshot did not touch it.
 
-"Touched" is safe by construction: a session can change a TaskInfo only
-through ``status`` and ``node_name``, a JobInfo only through ``phase`` and its
-task methods, a NodeInfo only through its task methods, and every one of those
-marks the object touched and writes it to the journal the cache reads when it
-builds the next snapshot (``asyncsched.model.journal``). A task copied again
+"Touched" is kept by the model objects themselves: a session changes a
+TaskInfo only with ``set_status`` and ``set_node``, a JobInfo only with
+``set_phase`` and its task methods, a NodeInfo only with its task methods, and
+every one of those marks the object touched and writes it to the journal the
+cache reads when it builds the next snapshot (``asyncsched.model.journal``).
+The fields stay plain attributes for reading (the hot path reads them all the
+time); assigning them directly is the one way around the rule, which the
+check below catches, as does a test that scans the core's sources for it. A task copied again
 takes along the job and nodes that hold it. Other fields are read-only inside
 a session. Consequently the next snapshot may be taken only once the session
 on the previous one has finished, as the scheduler loops do.

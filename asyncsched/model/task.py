@@ -45,24 +45,26 @@ def _same_requests(old: Pod, new: Pod) -> bool:
 class TaskInfo(Tracked):
     """A pod's scheduling state. Mutable inside a session; the cache clones it for each snapshot.
 
-    ``status`` and ``node_name`` are the only fields a session changes; setting
-    either marks the task touched (see ``asyncsched.model.journal``).
+    ``status`` and ``node_name`` are the only fields a session changes, and only
+    through ``set_status`` and ``set_node``, which mark the task touched (see
+    ``asyncsched.model.journal``). Reading them is a plain attribute read: the
+    hot path reads them often.
     """
 
     __slots__ = (
-        "_node_name",
-        "_status",
         "best_effort",
         "creation",
         "init_resreq",
         "job",
         "name",
         "namespace",
+        "node_name",
         "pod",
         "preemptable",
         "priority",
         "resreq",
         "role",
+        "status",
         "uid",
     )
 
@@ -92,31 +94,23 @@ class TaskInfo(Tracked):
         self.best_effort = self.init_resreq.is_empty()
         self.role = role
         self.priority = priority
-        self._status = status
-        self._node_name = node_name
+        self.status = status
+        self.node_name = node_name
         self.creation = creation
         self.preemptable = preemptable
         self.pod = pod if pod is not None else Pod()
         self.touched = False
         self.journal = None
 
-    @property
-    def status(self) -> TaskStatus:
-        return self._status
-
-    @status.setter
-    def status(self, value: TaskStatus) -> None:
-        self._status = value
+    def set_status(self, value: TaskStatus) -> None:
+        """Change the status; the task is marked touched (the only way to change it)."""
+        self.status = value
         if not self.touched:
             self.touch()
 
-    @property
-    def node_name(self) -> str:
-        return self._node_name
-
-    @node_name.setter
-    def node_name(self, value: str) -> None:
-        self._node_name = value
+    def set_node(self, name: str) -> None:
+        """Change the node; the task is marked touched (the only way to change it)."""
+        self.node_name = name
         if not self.touched:
             self.touch()
 
@@ -169,13 +163,13 @@ class TaskInfo(Tracked):
         twin.job = self.job
         twin.name = self.name
         twin.namespace = self.namespace
-        twin._node_name = self._node_name
+        twin.node_name = self.node_name
         twin.pod = self.pod
         twin.preemptable = self.preemptable
         twin.priority = self.priority
         twin.resreq = self.resreq
         twin.role = self.role
-        twin._status = self._status
+        twin.status = self.status
         twin.uid = self.uid
         twin.touched = False
         twin.journal = journal
@@ -188,8 +182,8 @@ class TaskInfo(Tracked):
         session, through the setters that mark it touched, or by the cache on its
         own object), so these are all that can differ from a fresh copy.
         """
-        self._status = source._status
-        self._node_name = source._node_name
+        self.status = source.status
+        self.node_name = source.node_name
         self.touched = False
 
     @property

@@ -16,7 +16,7 @@ import pytest
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.cache import ClusterCache
 from asyncsched.framework import Registry, Session, run_session
-from asyncsched.model import NodeTable, Resource, TaskStatus
+from asyncsched.model import NodeTable, Resource, TaskInfo, TaskStatus
 from asyncsched.plugins import predicates
 from asyncsched.plugins.nodeorder import NodeOrderPlugin
 from tests.builders import cache_of, node, pod, podgroup, taint
@@ -103,8 +103,8 @@ def test_a_placement_rescores_only_its_node() -> None:
     assert np.array_equal(after, fresh.all_rows(fresh_task))  # type: ignore[attr-defined]
 
 
-def _allocated(task: object) -> object:
-    task.status = TaskStatus.ALLOCATED  # type: ignore[attr-defined]
+def _allocated(task: TaskInfo) -> TaskInfo:
+    task.set_status(TaskStatus.ALLOCATED)
     return task
 
 
@@ -155,7 +155,7 @@ def test_snapshots_copy_only_changed_tasks() -> None:
 def test_a_podgroup_change_reaches_the_next_snapshot() -> None:
     cache = cache_of(node("n1"), podgroup("g", 2, phase="Pending"), pod("g-0", group="g"))
     first = cache.snapshot().jobs["default/g"]
-    first.phase = "Running"  # a session's change stays in that session
+    first.set_phase("Running")  # a session's change stays in that session
     assert cache.snapshot().jobs["default/g"].phase == "Pending"
     cache.set_podgroup_phase("default/g", "Inqueue")
     cache.upsert_podgroup(podgroup("g", 1, phase="Inqueue"))

@@ -42,6 +42,7 @@ from asyncsched.backends.sim.fields import (
     template_pod_spec,
 )
 from asyncsched.backends.sim.objects import Deployment, Service, SimObject
+from asyncsched.backends.sim.yaml_load import load_all
 
 __all__ = [
     "DURATION_ANNOTATION",
@@ -131,7 +132,7 @@ def check_references(manifests: list[Manifest]) -> None:
 
 def _documents(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
-        documents = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+        documents = list(load_all(text))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

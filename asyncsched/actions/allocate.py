@@ -88,11 +88,11 @@ class _Allocation:
         ssn = self.ssn
         enqueue_configured = "enqueue" in ssn.configuration.actions
         task_key = ssn.task_key()
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs.values():
             if job.is_pending():
                 if enqueue_configured:
                     continue
-                job.phase = PodGroupPhase.INQUEUE
+                job.set_phase(PodGroupPhase.INQUEUE)
             verdict = ssn.job_valid(job)
             if verdict is not None and not verdict.passed:
                 log.debug("job %s not valid: %s %s", job.uid, verdict.reason, verdict.message)

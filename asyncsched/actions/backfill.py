@@ -48,7 +48,7 @@ def _pending_best_effort(ssn: Session) -> list[tuple[JobInfo, TaskInfo]]:
     """Pending BestEffort tasks of admitted, valid jobs: by queue, then job, then task order."""
     by_queue: dict[str, list[JobInfo]] = {}
     tasks: dict[str, list[TaskInfo]] = {}
-    for job in ssn.jobs.values():
+    for job in ssn.active_jobs.values():
         if job.is_pending():
             continue
         verdict = ssn.job_valid(job)

@@ -38,7 +38,7 @@ class EnqueueAction:
         counter = itertools.count()
         queues: list[HeapEntry] = []
         pending: dict[str, list[HeapEntry]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs.values():
             queue = ssn.queue_of(job)
             if queue is None:
                 continue
@@ -56,6 +56,6 @@ class EnqueueAction:
             head: JobInfo = heapq.heappop(jobs).item
             if turn.is_open() and (head.min_resources is None or ssn.job_enqueueable(head)):
                 ssn.job_enqueued(head)
-                head.phase = PodGroupPhase.INQUEUE
+                head.set_phase(PodGroupPhase.INQUEUE)
                 ssn.result.enqueued.append(head.uid)
             heapq.heappush(queues, HeapEntry(queue_key(turn), next(counter), turn))

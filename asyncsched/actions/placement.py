@@ -156,6 +156,10 @@ def find_node(
         # Fast path: every node's score is known without the candidate list, so one
         # pass over the masks finds the best node; no index arrays are built.
         total = ssn.all_node_scores(task)
+        known = cache.failed.get((id(fit), id(block), pipeline)) if cache.failed else None
+        if known is not None and known.matches(table, fit, block):
+            ssn.fit_errors[task.uid] = known.errors  # the class found no node; nothing moved
+            return None
         if total is not None:
             best_now, n_now, best_any, n_open = cache.best(table, n, fit, block, pipeline, total)
             chosen, count = (best_now, n_now) if n_now else (best_any, n_open)
@@ -178,7 +182,7 @@ def find_node(
     now: IntArray = np.flatnonzero(open_nodes & fits_idle)
     tier = now if now.size else np.flatnonzero(open_nodes)
     if not tier.size:
-        ssn.fit_errors[task.uid] = _fit_errors(
+        errors = ssn.fit_errors[task.uid] = _fit_errors(
             table.dimensions,
             n,
             static_counts,
@@ -188,6 +192,10 @@ def find_node(
             ~fits & ~blocked,
             predicate_counts,
         )
+        if not per_node:
+            if len(cache.failed) > 1024:
+                cache.failed.clear()
+            cache.failed[(id(fit), id(block), pipeline)] = _Failed(table, fit, block, errors)
         return None
     if tier.size == 1:
         chosen, score = int(tier[0]), 0.0
@@ -240,6 +248,26 @@ class _Best:
         self.version = -1
 
 
+class _Failed:
+    """A class that found no node, at one state of the table: its tasks fail alike until
+    the table changes (the answer depends on nothing else when no per-node predicate runs)."""
+
+    __slots__ = ("block", "epoch", "errors", "fit", "table", "version")
+
+    def __init__(self, table: NodeTable, fit: _FitClass, block: _Blocked, errors: FitErrors):
+        self.table, self.version, self.epoch = table, table.version, table.epoch
+        self.fit, self.block, self.errors = fit, block, errors  # held, so the ids stay unique
+
+    def matches(self, table: NodeTable, fit: _FitClass, block: _Blocked) -> bool:
+        return (
+            table is self.table
+            and table.version == self.version
+            and table.epoch == self.epoch
+            and fit is self.fit
+            and block is self.block
+        )
+
+
 class _ClassCache:
     """Per session: what tasks of one equivalence class (same request, same predicate
     results) share. Fit masks follow the node table's change log, so after a task is
@@ -253,6 +281,7 @@ class _ClassCache:
         self.block: dict[tuple[int, ...], _Blocked] = {}
         self._columns: dict[int, tuple[Vector, list[int]]] = {}
         self.trees: dict[tuple[int, int, bool], _Best] = {}
+        self.failed: dict[tuple[int, int, bool], _Failed] = {}
 
     def best(
         self,

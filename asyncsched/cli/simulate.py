@@ -123,7 +123,7 @@ def _simulate(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         outcome = sim.interrupted()
     finally:
-        if out is sys.stdout.buffer:
+        if out is not None and args.events == STDIN:
             out.flush()
         elif out is not None:
             out.close()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import msgspec
 
 from asyncsched.api import Condition
+from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.framework.arguments import ArgumentError, Arguments
 from asyncsched.framework.conf import ConfigError, SchedulerConfiguration, parse_configuration
 from asyncsched.framework.plugin import Action, Plugin, PluginBuilder
@@ -20,7 +21,14 @@ from asyncsched.framework.reasons import queue_refusal
 from asyncsched.framework.registry import Registry
 from asyncsched.framework.results import PodGroupUpdate, SessionResult, TaskUnschedulable
 from asyncsched.framework.session import Session
-from asyncsched.model import ClusterSnapshot, JobInfo, PodGroupPhase, TaskInfo, TaskStatus
+from asyncsched.model import (
+    ClusterSnapshot,
+    JobInfo,
+    PodGroupPhase,
+    SnapshotReuseError,
+    TaskInfo,
+    TaskStatus,
+)
 from asyncsched.model.gcpause import gc_paused
 
 __all__ = [
@@ -85,9 +93,22 @@ def load_configuration(
 def run_session(
     snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str = ""
 ) -> tuple[SessionResult, Session]:
-    """Run every configured action over the snapshot and report the decisions."""
+    """Run every configured action over the snapshot and report the decisions.
+
+    A snapshot built for checking carries a ``reference`` built from scratch
+    (ASYNCSCHED_CHECK_SNAPSHOTS=1): the same session runs on it too, and any
+    difference in what the two decide or report raises SnapshotReuseError.
+    """
     with gc_paused():
-        return _run_session(snapshot, loaded, uid)
+        result, ssn = _run_session(snapshot, loaded, uid)
+        if snapshot.reference is not None:
+            expected, _ = _run_session(snapshot.reference, loaded, uid)
+            if result != expected:
+                raise SnapshotReuseError(
+                    f"session {uid!r} on the incremental snapshot decided or reported "
+                    f"otherwise than on one built from scratch: {result} != {expected}"
+                )
+        return result, ssn
 
 
 def open_session(snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str = "") -> Session:
@@ -122,8 +143,15 @@ def _run_session(
 
 
 def _report_jobs(ssn: Session) -> None:
-    """PodGroup status (Volcano's jobStatus) and pending reasons for every job with a PodGroup."""
-    for job in ssn.jobs.values():
+    """PodGroup status (Volcano's jobStatus) where it changes, and pending reasons.
+
+    Active jobs are reported (and any other a plugin set a condition on); each
+    one found settled is marked so for the next sessions under this
+    configuration (``asyncsched.model.snapshot``).
+    """
+    jobs = ssn.active_jobs
+    extra = [ssn.jobs[uid] for uid in ssn.job_conditions if uid not in jobs and uid in ssn.jobs]
+    for job in [*jobs.values(), *extra]:
         condition = ssn.job_conditions.get(job.uid)
         gang_message = (
             condition.message if condition is not None and condition.type == UNSCHEDULABLE else ""
@@ -144,9 +172,36 @@ def _report_jobs(ssn: Session) -> None:
                 ssn.result.unschedulable.append(
                     TaskUnschedulable(task.uid, task.namespace, task.name, job.uid, message)
                 )
-        if job.podgroup is None:
-            continue
-        ssn.result.podgroups.append(_podgroup_status(job, condition))
+        unchanged = True
+        if job.podgroup is not None:
+            update = _podgroup_status(job, condition)
+            unchanged = _same_status(update, job.podgroup.status)
+            if not unchanged:
+                ssn.result.podgroups.append(update)
+        job.settled_under = ssn.configuration if unchanged and _settled(job) else None
+
+
+def _settled(job: JobInfo) -> bool:
+    """Nothing to decide and a status that no longer depends on the rest of the cluster."""
+    by_status = job.by_status
+    return (
+        not job.touched
+        and job.phase != PodGroupPhase.PENDING
+        and job.n_ready >= job.min_available
+        and not by_status.get(TaskStatus.PENDING)
+        and not by_status.get(TaskStatus.PIPELINED)
+        and not by_status.get(TaskStatus.ALLOCATED)
+    )
+
+
+def _same_status(update: PodGroupUpdate, status: PodGroupStatus) -> bool:
+    return (
+        update.phase == status.phase
+        and update.running == status.running
+        and update.succeeded == status.succeeded
+        and update.failed == status.failed
+        and list(update.conditions) == status.conditions
+    )
 
 
 def _held_by_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
@@ -193,6 +248,8 @@ def _merge_condition(existing: list[Condition], new: Condition | None) -> tuple[
     kept = []
     for c in existing:
         if c.type == new.type:
+            if (c.status, c.reason, c.message) == (new.status, new.reason, new.message):
+                new = c  # no transition: keep when (and in which session) it last changed
             continue
         if new.type == SCHEDULED and c.type == UNSCHEDULABLE and c.status == "True":
             c = msgspec.structs.replace(

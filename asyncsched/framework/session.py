@@ -44,7 +44,8 @@ from asyncsched.framework.hooks import (
 )
 from asyncsched.framework.plugin import Plugin
 from asyncsched.framework.results import FitErrors, PluginFailure, SessionResult
-from asyncsched.model import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo, TaskInfo
+from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
+from asyncsched.model.books import SettledTotals
 
 __all__ = ["EventHandler", "GangAttempt", "HeapEntry", "OrderKey", "Session"]
 
@@ -81,8 +82,11 @@ class Session:
     ) -> None:
         self.uid = uid
         self.jobs: dict[str, JobInfo] = snapshot.jobs
+        """Every job; actions and plugins iterate ``active_jobs`` (see settled jobs in
+        ``asyncsched.model.snapshot``) and look jobs up here."""
+        self.active_jobs, self.settled_totals = _partition(snapshot, configuration)
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
-        self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.row)
+        self.node_list: list[NodeInfo] = list(snapshot.nodes.values())
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.table = snapshot.table
         self.priority_classes = snapshot.priority_classes
@@ -105,8 +109,14 @@ class Session:
         self._flat_cache: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
         self._disabled: set[str] = set()
         self._callers: dict[str, Callable[[str, Callable[..., Any], tuple[Any, ...]], Any]] = {}
-        if any(n.row != i for i, n in enumerate(self.node_list)):
-            raise ValueError("snapshot node table must be compact (node i in row i)")
+        flags = snapshot.node_flags
+        if flags is None:  # a snapshot made by hand: check and derive what the cache's has
+            self.node_list.sort(key=lambda n: n.row)
+            if any(n.row != i for i, n in enumerate(self.node_list)):
+                raise ValueError("snapshot node table must be compact (node i in row i)")
+            flags = NodeFlags.of(self.node_list)
+        self.node_flags: NodeFlags = flags
+        """Per-row ready, unschedulable and tainted flags of ``node_list``."""
 
     # -- registration --------------------------------------------------------
 
@@ -365,6 +375,26 @@ class Session:
 
     def job_of(self, task: TaskInfo) -> JobInfo:
         return self.jobs[task.job]
+
+
+def _partition(
+    snapshot: ClusterSnapshot, configuration: SchedulerConfiguration
+) -> tuple[dict[str, JobInfo], dict[str, SettledTotals]]:
+    """The jobs to look at, and the settled jobs' per-queue sums.
+
+    Settled jobs were found settled under a configuration; under another one
+    (a reload) every job is looked at once, and the settled ones are touched so
+    that the next snapshot copies them afresh, without their memo.
+    """
+    active = snapshot.active
+    if active is None:
+        return snapshot.jobs, {}
+    if snapshot.settled_under is configuration:
+        return active, snapshot.settled_totals
+    for key, job in snapshot.jobs.items():
+        if key not in active:
+            job.touch()
+    return snapshot.jobs, {}
 
 
 class OrderKey:

@@ -46,7 +46,7 @@ class Statement:
     def _move(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
         node.remove_task(task)
         self.ssn.jobs[task.job].update_task_status(task, status)
-        task.node_name = node.name
+        task.set_node(node.name)
         node.add_task(task)
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
@@ -78,7 +78,7 @@ class Statement:
                 node.add_task(task)
                 self.ssn.fire_allocate(task)
             else:
-                task.node_name = ""
+                task.set_node("")
                 self.ssn.fire_deallocate(task)
         self.operations.clear()
 
@@ -94,12 +94,11 @@ class Statement:
             if op.op is _Op.ALLOCATE:
                 node = op.node
                 if task.status is TaskStatus.ALLOCATED and node.tasks.get(task.uid) is task:
-                    # Allocated and Binding sit on the node's books alike: take the task
-                    # off and put it back (to the end of node.tasks, as remove/add
-                    # would), without booking the same amounts out and in again.
-                    del node.tasks[task.uid]
+                    # Allocated and Binding sit on the node's books alike: move the
+                    # task to the end of node.tasks (as remove/add would) without
+                    # booking the same amounts out and in again.
                     self.ssn.jobs[task.job].update_task_status(task, TaskStatus.BINDING)
-                    node.tasks[task.uid] = task
+                    node.requeue(task)
                 else:
                     node.remove_task(task)
                     self.ssn.jobs[task.job].update_task_status(task, TaskStatus.BINDING)

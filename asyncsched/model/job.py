@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from asyncsched.api import PodGroup
+from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.resource import Resource
 from asyncsched.model.status import ALLOCATED, READY, TaskStatus
 from asyncsched.model.task import TaskInfo
@@ -23,10 +24,16 @@ class PodGroupPhase:
     COMPLETED = "Completed"
 
 
-class JobInfo:
-    """A job's tasks indexed by status, and the gang rules that come from its PodGroup."""
+class JobInfo(Tracked):
+    """A job's tasks indexed by status, and the gang rules that come from its PodGroup.
+
+    A session changes a job only through ``set_phase`` and the task methods
+    (add_task, remove_task, update_task_status); each marks it touched (see
+    ``asyncsched.model.journal``). The other fields are read-only.
+    """
 
     __slots__ = (
+        "_allocated_before",
         "allocated",
         "by_status",
         "creation",
@@ -44,6 +51,7 @@ class JobInfo:
         "priority",
         "priority_class",
         "queue",
+        "settled_under",
         "tasks",
         "uid",
     )
@@ -80,12 +88,38 @@ class JobInfo:
         self.tasks: dict[str, TaskInfo] = {}
         self.by_status: dict[TaskStatus, dict[str, TaskInfo]] = {}
         self.allocated = Resource()
+        self._allocated_before = self.allocated
         self.n_ready = 0
         """Tasks in a READY status; kept by add_task/remove_task. Read, never write."""
         self.n_allocated = 0
         """Tasks in an ALLOCATED status (a subset of READY); kept like n_ready."""
         self.n_pending_best_effort = 0
         """Pending tasks that request nothing (BestEffort); kept like n_ready."""
+        self.touched = False
+        self.journal: Journal | None = None
+        self.settled_under: object | None = None
+        """Memo, not state: the configuration under which the last session found this
+        job settled (``asyncsched.model.snapshot``). Valid only for this object, which
+        is handed out again only while nothing changes it; a copy starts without it."""
+
+    def touch(self) -> None:
+        if not self.touched:
+            self._allocated_before = self.allocated
+        super().touch()
+
+    def allocated_at_open(self) -> Resource:
+        """``allocated`` as the snapshot handed it out, before any change this session.
+
+        Plugins that keep their own books of a job from session open (drf) can
+        start them when first needed rather than for every job at open.
+        """
+        return self._allocated_before if self.touched else self.allocated
+
+    def set_phase(self, value: str) -> None:
+        """Change the phase; the job is marked touched (the only way to change it)."""
+        self.phase = value
+        if not self.touched:
+            self.touch()
 
     @classmethod
     def from_podgroup(cls, podgroup: PodGroup, priority: int) -> JobInfo:
@@ -111,6 +145,8 @@ class JobInfo:
     # -- membership --------------------------------------------------------
 
     def add_task(self, task: TaskInfo) -> None:
+        if not self.touched:
+            self.touch()
         self.tasks[task.uid] = task
         status = task.status
         self.by_status.setdefault(status, {})[task.uid] = task
@@ -126,6 +162,8 @@ class JobInfo:
         existing = self.tasks.pop(task.uid, None)
         if existing is None:
             return
+        if not self.touched:
+            self.touch()
         status = existing.status
         self.by_status.get(status, {}).pop(existing.uid, None)
         if status in READY:
@@ -144,20 +182,27 @@ class JobInfo:
         request off and adding it back.
         """
         existing = self.tasks.get(task.uid)
-        if existing is not task or task.status not in ALLOCATED or status not in ALLOCATED:
+        before = task.status
+        if existing is not task or before not in ALLOCATED or status not in ALLOCATED:
             self.remove_task(task)
-            task.status = status
+            task.set_status(status)
             self.add_task(task)
             return
+        if not self.touched:
+            self.touch()
         uid = task.uid
         del self.tasks[uid]
-        self.by_status.get(task.status, {}).pop(uid, None)
-        task.status = status
+        self.by_status.get(before, {}).pop(uid, None)
+        task.set_status(status)
         self.tasks[uid] = task
         self.by_status.setdefault(status, {})[uid] = task
 
-    def clone_empty(self) -> JobInfo:
-        """A copy with the same gang rules and no tasks (the snapshot re-adds cloned tasks)."""
+    def clone_empty(self, journal: Journal | None = None) -> JobInfo:
+        """A copy with the same gang rules and no tasks (the snapshot re-adds cloned tasks).
+
+        The copy is untouched and records its changes in ``journal``; adding its
+        tasks marks it touched, so whoever fills it clears ``touched`` after.
+        """
         twin = JobInfo.__new__(JobInfo)
         for slot in JobInfo.__slots__:
             setattr(twin, slot, getattr(self, slot))
@@ -168,6 +213,9 @@ class JobInfo:
         twin.n_ready = 0
         twin.n_allocated = 0
         twin.n_pending_best_effort = 0
+        twin.touched = False
+        twin.journal = journal
+        twin.settled_under = None
         return twin
 
     # -- counting ----------------------------------------------------------

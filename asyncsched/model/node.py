@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
 from asyncsched.api import Node
 from asyncsched.api.core import Taint
 from asyncsched.api.quantity import to_units
+from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.node_table import DEFAULT_MAX_PODS, NodeTable, Vector
 from asyncsched.model.resource import PODS, Resource
 from asyncsched.model.status import OCCUPYING_NODE, TaskStatus
 from asyncsched.model.task import TaskInfo
 
-__all__ = ["NodeInfo", "node_allocatable"]
+__all__ = ["NodeFlags", "NodeInfo", "node_allocatable"]
 
 
 def node_allocatable(node: Node) -> tuple[Resource, int]:
@@ -21,12 +28,13 @@ def node_allocatable(node: Node) -> tuple[Resource, int]:
     return Resource.from_quantities(source), max_pods
 
 
-class NodeInfo:
+class NodeInfo(Tracked):
     """A node as the scheduler sees it.
 
     The amounts (idle, used, releasing, pipelined) are read from and written to
     the node's row in the shared NodeTable, so vectorised fit and score see
-    exactly what per-node code sees.
+    exactly what per-node code sees. Its tasks change only through add_task,
+    remove_task and requeue, which mark it touched (``asyncsched.model.journal``).
     """
 
     __slots__ = (
@@ -54,10 +62,13 @@ class NodeInfo:
         self.table = table
         self.row = table.add_row(allocatable, max_pods)
         self.tasks: dict[str, TaskInfo] = {}
+        self.touched = False
+        self.journal: Journal | None = None
 
     def update(self, node: Node) -> None:
         """Take a newer version of the Node object, keeping the tasks on it."""
         allocatable, max_pods = node_allocatable(node)
+        self.touch()
         self.node = node
         self.labels = node.metadata.labels
         self.taints = node.spec.taints
@@ -66,14 +77,17 @@ class NodeInfo:
         self.max_pods = max_pods
         self.table.set_allocatable(self.row, allocatable, max_pods)
 
-    def rebound(self, table: NodeTable, row: int) -> NodeInfo:
-        """A copy, without tasks, whose books are row ``row`` of ``table`` (a snapshot's)."""
+    def rebound(self, table: NodeTable, row: int, journal: Journal | None = None) -> NodeInfo:
+        """A copy, without tasks and untouched, whose books are row ``row`` of ``table``
+        (a snapshot's) and whose changes go to ``journal``."""
         twin = NodeInfo.__new__(NodeInfo)
         for slot in NodeInfo.__slots__:
             setattr(twin, slot, getattr(self, slot))
         twin.table = table
         twin.row = row
         twin.tasks = {}
+        twin.touched = False
+        twin.journal = journal
         return twin
 
     # -- amounts -----------------------------------------------------------
@@ -110,19 +124,31 @@ class NodeInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         """Book a task on this node according to its status (Volcano's NodeInfo.AddTask)."""
-        if task.status not in OCCUPYING_NODE or task.uid in self.tasks:
+        status = task.status
+        if status not in OCCUPYING_NODE or task.uid in self.tasks:
             return
-        self._book(task, self.table.vector(task.resreq), +1)
+        if not self.touched:
+            self.touch()
+        self._book(status, self.table.vector(task.resreq), +1)
         self.tasks[task.uid] = task
 
     def remove_task(self, task: TaskInfo) -> None:
         booked = self.tasks.pop(task.uid, None)
         if booked is None:
             return
-        self._book(booked, self.table.vector(booked.resreq), -1)
+        if not self.touched:
+            self.touch()
+        self._book(booked.status, self.table.vector(booked.resreq), -1)
 
-    def _book(self, task: TaskInfo, vec: Vector, sign: int) -> None:
-        status = task.status
+    def requeue(self, task: TaskInfo) -> None:
+        """Move a booked task to the end of ``tasks`` (as remove then add would), leaving the
+        books alone: for a change between two statuses booked alike."""
+        if not self.touched:
+            self.touch()
+        del self.tasks[task.uid]
+        self.tasks[task.uid] = task
+
+    def _book(self, status: TaskStatus, vec: Vector, sign: int) -> None:
         if status is TaskStatus.PIPELINED:
             kind = 2
         elif status is TaskStatus.RELEASING:
@@ -133,6 +159,29 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"Node({self.name}, idle={self.idle})"
+
+
+@dataclass(frozen=True)
+class NodeFlags:
+    """Facts of a snapshot's nodes that change only with the Node object, by row.
+
+    Plugins read these at every session open instead of looping over the nodes;
+    the cache keeps them from one snapshot to the next. The arrays are read-only.
+    """
+
+    ready: npt.NDArray[np.bool_]
+    unschedulable: npt.NDArray[np.bool_]
+    tainted: tuple[int, ...]
+    """Rows of the nodes that have any taint, in order."""
+
+    @classmethod
+    def of(cls, nodes: Sequence[NodeInfo]) -> NodeFlags:
+        """The flags of nodes listed in row order."""
+        ready = np.array([n.ready for n in nodes], dtype=np.bool_)
+        unschedulable = np.array([n.unschedulable for n in nodes], dtype=np.bool_)
+        ready.setflags(write=False)
+        unschedulable.setflags(write=False)
+        return cls(ready, unschedulable, tuple(i for i, n in enumerate(nodes) if n.taints))
 
 
 def _is_ready(node: Node) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from asyncsched.api import Pod
 from asyncsched.api.core import Container
+from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.resource import Resource
 from asyncsched.model.status import TaskStatus, status_of_pod
 from asyncsched.model.timestamps import parse_timestamp
@@ -42,8 +43,24 @@ def _container_requests(container: Container) -> Resource:
     return Resource.from_quantities({**resources.limits, **resources.requests})
 
 
-class TaskInfo:
-    """A pod's scheduling state. Mutable inside a session; the cache clones it for each snapshot."""
+def _same_requests(old: Pod, new: Pod) -> bool:
+    """Whether ``new`` certainly requests what ``old`` does: the same objects hold them."""
+    a, b = old.spec, new.spec
+    return a is b or (
+        a.containers is b.containers
+        and a.init_containers is b.init_containers
+        and a.overhead is b.overhead
+    )
+
+
+class TaskInfo(Tracked):
+    """A pod's scheduling state. Mutable inside a session; the cache clones it for each snapshot.
+
+    ``status`` and ``node_name`` are the only fields a session changes, and only
+    through ``set_status`` and ``set_node``, which mark the task touched (see
+    ``asyncsched.model.journal``). Reading them is a plain attribute read: the
+    hot path reads them often.
+    """
 
     __slots__ = (
         "best_effort",
@@ -93,11 +110,42 @@ class TaskInfo:
         self.creation = creation
         self.preemptable = preemptable
         self.pod = pod if pod is not None else Pod()
+        self.touched = False
+        self.journal = None
+
+    def set_status(self, value: TaskStatus) -> None:
+        """Change the status; the task is marked touched (the only way to change it)."""
+        self.status = value
+        if not self.touched:
+            self.touch()
+
+    def set_node(self, name: str) -> None:
+        """Change the node; the task is marked touched (the only way to change it)."""
+        self.node_name = name
+        if not self.touched:
+            self.touch()
 
     @classmethod
-    def from_pod(cls, pod: Pod, job: str, priority: int) -> TaskInfo:
+    def from_pod(
+        cls, pod: Pod, job: str, priority: int, previous: TaskInfo | None = None
+    ) -> TaskInfo:
+        """The pod's task; its requests are parsed again only when its spec changed.
+
+        ``previous`` is the task of an earlier version of the same pod: when the
+        new version keeps the same spec object (a status or nodeName update made
+        with ``msgspec.structs.replace`` does), its parsed requests are reused.
+        """
         meta = pod.metadata
-        resreq, init_resreq = pod_requests(pod)
+        if previous is not None and _same_requests(previous.pod, pod):
+            resreq, init_resreq = previous.resreq, previous.init_resreq
+        else:
+            resreq, init_resreq = pod_requests(pod)
+        if previous is not None and previous.pod.metadata.creation_timestamp == (
+            meta.creation_timestamp
+        ):
+            creation = previous.creation
+        else:
+            creation = parse_timestamp(meta.creation_timestamp)
         return cls(
             uid=meta.uid or f"{meta.namespace}/{meta.name}",
             name=meta.name,
@@ -111,12 +159,13 @@ class TaskInfo:
                 pod.status.phase, pod.spec.node_name, meta.deletion_timestamp is not None
             ),
             node_name=pod.spec.node_name,
-            creation=parse_timestamp(meta.creation_timestamp),
+            creation=creation,
             preemptable=meta.annotations.get(PREEMPTABLE_ANNOTATION, "") == "true",
             pod=pod,
         )
 
-    def clone(self) -> TaskInfo:
+    def clone(self, journal: Journal | None = None) -> TaskInfo:
+        """A copy, untouched, whose changes go to ``journal``."""
         twin = TaskInfo.__new__(TaskInfo)
         # Unrolled (a loop over __slots__ costs twice as much, once per task per snapshot).
         twin.best_effort = self.best_effort
@@ -133,7 +182,20 @@ class TaskInfo:
         twin.role = self.role
         twin.status = self.status
         twin.uid = self.uid
+        twin.touched = False
+        twin.journal = journal
         return twin
+
+    def reset_from(self, source: TaskInfo) -> None:
+        """Make this copy of ``source`` equal to a fresh one, untouched.
+
+        Only ``status`` and ``node_name`` change after a copy is made (by the
+        session, through the setters that mark it touched, or by the cache on its
+        own object), so these are all that can differ from a fresh copy.
+        """
+        self.status = source.status
+        self.node_name = source.node_name
+        self.touched = False
 
     @property
     def key(self) -> str:

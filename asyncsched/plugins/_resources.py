@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asyncsched.model import JobInfo, PodGroupPhase, Resource
-from asyncsched.model.resource import EMPTY, PODS
+from asyncsched.model import Resource
+from asyncsched.model.books import exceeded_part, job_min_resources, reserved_for_job
+from asyncsched.model.resource import PODS
 
 if TYPE_CHECKING:
     from asyncsched.framework import Session
@@ -46,7 +47,7 @@ def _summed(ssn: Session, what: str) -> Resource:
         cached: Resource = found[2]
         return cached
     n = len(ssn.node_list)
-    ready = np.fromiter((node.ready for node in ssn.node_list), dtype=np.bool_, count=n)
+    ready = ssn.node_flags.ready
     rows = table.allocatable[:n][ready]
     if what == "used":
         rows = rows - table.idle[:n][ready]
@@ -75,11 +76,6 @@ def dominant_share(allocated: Resource, total: Resource) -> tuple[str, float]:
     return name, best
 
 
-def exceeded_part(left: Resource, right: Resource) -> Resource:
-    """What ``left`` has beyond ``right``, dimension by dimension, never negative."""
-    return Resource({n: v - right.get(n) for n, v in left.items() if v > right.get(n)})
-
-
 def fits_where_requested(used: Resource, limit: Resource, request: Resource) -> list[str]:
     """Dimensions the request asks for on which ``used`` exceeds ``limit`` (absent limit = 0).
 
@@ -91,45 +87,3 @@ def fits_where_requested(used: Resource, limit: Resource, request: Resource) -> 
         for name, amount in request.items()
         if amount > 0 and name != PODS and used.get(name) > limit.get(name)
     )
-
-
-_WITHOUT_PODS: dict[Resource, Resource] = {}
-"""minResources -> the same without ``pods``; jobs of one template share a few values."""
-
-
-def job_min_resources(job: JobInfo) -> Resource | None:
-    """The PodGroup's minResources without ``pods`` (node totals carry no pod count here).
-
-    Memoised by value (Resources are immutable): several plugins ask for every
-    job at every session open.
-    """
-    minimum = job.min_resources
-    if minimum is None:
-        return None
-    found = _WITHOUT_PODS.get(minimum)
-    if found is None:
-        if len(_WITHOUT_PODS) >= 4096:
-            _WITHOUT_PODS.clear()
-        found = _WITHOUT_PODS[minimum] = Resource({n: v for n, v in minimum.items() if n != PODS})
-    return found
-
-
-def reserved_for_job(job: JobInfo, whole_minimum_when_inqueue: bool) -> Resource:
-    """What an admitted job still holds in reserve of its minResources (Volcano's inqueue).
-
-    An Inqueue job reserves its minResources (proportion counts only the part
-    not allocated yet; overcommit counts all of it); a Running job whose gang is
-    complete keeps reserving the part of its minimum not allocated yet.
-    """
-    minimum = job_min_resources(job)
-    if minimum is None:
-        return Resource()
-    if job.phase == PodGroupPhase.INQUEUE:
-        if whole_minimum_when_inqueue:
-            return minimum
-    elif not (job.phase == PodGroupPhase.RUNNING and job.n_allocated >= job.min_available):
-        return Resource()
-    if minimum == job.allocated:
-        return EMPTY  # the usual running job: it holds exactly its minimum
-    return exceeded_part(minimum, job.allocated)
-    return Resource()

@@ -44,15 +44,29 @@ class DrfPlugin:
         self.arguments = arguments
         self.total = Resource()
         self.jobs: dict[str, _JobShare] = {}
+        """Books of the jobs asked about this session (see _attr)."""
+        self.session_jobs: dict[str, JobInfo] = {}
 
     def share_of(self, job_uid: str) -> float:
         """The job's dominant share now (0 for a job the session does not know)."""
-        attr = self.jobs.get(job_uid)
+        attr = self.jobs.get(job_uid) or self._attr(job_uid)
         if attr is None:
             return 0.0
         if attr.stale:
             self._update(attr)
         return attr.share
+
+    def _attr(self, job_uid: str) -> _JobShare | None:
+        """The job's books, made when first asked for: most jobs never are."""
+        attr = self.jobs.get(job_uid)
+        if attr is None:
+            job = self.session_jobs.get(job_uid)
+            if job is None:
+                return None
+            # Stale: the share is computed when first read, from allocated and total.
+            attr = _JobShare(allocated=job.allocated_at_open(), stale=True)
+            self.jobs[job_uid] = attr
+        return attr
 
     def _update(self, attr: _JobShare) -> None:
         attr.dominant, attr.share = dominant_share(attr.allocated, self.total)
@@ -64,10 +78,7 @@ class DrfPlugin:
             log.warning("drf: enableHierarchy is not implemented; plain DRF is used")
         self.total = cluster_total(ssn)
         self.jobs = {}
-        for job in ssn.jobs.values():
-            # Stale: the share is computed when first read (share_of), from the same
-            # allocated and total; most jobs (nothing pending) are never compared.
-            self.jobs[job.uid] = _JobShare(allocated=job.allocated, stale=True)
+        self.session_jobs = ssn.jobs
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = self.share_of(left.uid), self.share_of(right.uid)
@@ -76,14 +87,14 @@ class DrfPlugin:
             return -1 if ls < rs else 1
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
-            own = self.jobs.get(preemptor.job)
+            own = self._attr(preemptor.job)
             if own is None:
                 return []
             _, mine = dominant_share(own.allocated + preemptor.resreq, self.total)
             remaining: dict[str, Resource] = {}
             victims = []
             for task in preemptees:
-                other = self.jobs.get(task.job)
+                other = self._attr(task.job)
                 if other is None:
                     continue
                 left = remaining.get(task.job, other.allocated) - task.resreq
@@ -94,13 +105,13 @@ class DrfPlugin:
             return victims
 
         def on_allocate(task: TaskInfo) -> None:
-            attr = self.jobs.get(task.job)
+            attr = self._attr(task.job)
             if attr is not None:
                 attr.allocated = attr.allocated + task.resreq
                 attr.stale = True
 
         def on_deallocate(task: TaskInfo) -> None:
-            attr = self.jobs.get(task.job)
+            attr = self._attr(task.job)
             if attr is not None:
                 attr.allocated = attr.allocated - task.resreq
                 attr.stale = True

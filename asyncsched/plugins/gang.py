@@ -161,7 +161,7 @@ class GangPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         when = format_timestamp(ssn.now) if ssn.now else None
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs.values():
             if not job.tasks:
                 continue
             if is_ready_by_role(job):

@@ -76,7 +76,10 @@ class _Scorer:
         self.affinity = weights["nodeaffinity.weight"]
         self.taint = weights["tainttoleration.weight"]
         self.labels = NodeLabels(ssn.node_list)
-        self.soft_tainted = [(i, n) for i, n in enumerate(ssn.node_list) if _prefer_no_schedule(n)]
+        nodes = ssn.node_list
+        self.soft_tainted = [
+            (i, nodes[i]) for i in ssn.node_flags.tainted if _prefer_no_schedule(nodes[i])
+        ]
         self._affinity_cache: dict[bytes, _Raw] = {}
         self._taint_cache: dict[bytes, _Raw] = {}
         self._classes: dict[Resource, _ResourceClass] = {}

@@ -45,11 +45,15 @@ class OvercommitPlugin:
         self.idle = cluster_total(ssn).scale(self.factor) - cluster_used(ssn)
         # Summed as plain integers (the same total as adding Resources job by job);
         # a job without minResources reserves nothing.
+        # Settled jobs come summed per queue (asyncsched.model.snapshot).
         inqueue: dict[str, int] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs.values():
             if job.min_resources is None:
                 continue
             for name, value in reserved_for_job(job, whole_minimum_when_inqueue=True).items():
+                inqueue[name] = inqueue.get(name, 0) + value
+        for totals in ssn.settled_totals.values():
+            for name, value in totals.reserved_whole.items():
                 inqueue[name] = inqueue.get(name, 0) + value
         self.inqueue = Resource(inqueue)
         ssn.add(JOB_ENQUEUEABLE, self.name, self._enqueueable)

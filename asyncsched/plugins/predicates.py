@@ -20,7 +20,7 @@ import numpy as np
 from asyncsched.api.core import NodeSelector, PodSpec, Taint, Toleration
 from asyncsched.framework import Arguments, Session
 from asyncsched.framework.hooks import BATCH_PREDICATE, BoolArray
-from asyncsched.model import NodeInfo, TaskInfo
+from asyncsched.model import NodeFlags, NodeInfo, TaskInfo
 from asyncsched.plugins._nodematch import NodeLabels, first_untolerated, tolerates
 
 __all__ = [
@@ -75,7 +75,9 @@ class PredicatesPlugin:
             arguments.get_bool(key, False)
 
     def on_session_open(self, ssn: Session) -> None:
-        check = _StaticCheck(ssn.node_list, self.node_affinity, self.taint_toleration)
+        check = _StaticCheck(
+            ssn.node_list, ssn.node_flags, self.node_affinity, self.taint_toleration
+        )
         ssn.add(BATCH_PREDICATE, self.name, check.failures)
 
     def on_session_close(self, ssn: Session) -> None:
@@ -85,17 +87,19 @@ class PredicatesPlugin:
 class _StaticCheck:
     """The session's node-static filter with its per-equivalence-class cache."""
 
-    def __init__(self, nodes: list[NodeInfo], node_affinity: bool, taints: bool) -> None:
+    def __init__(
+        self, nodes: list[NodeInfo], flags: NodeFlags, node_affinity: bool, taints: bool
+    ) -> None:
         self.nodes = nodes
         self.labels = NodeLabels(nodes)
         self.check_affinity = node_affinity
         self.check_taints = taints
-        self.unschedulable = np.array([n.unschedulable for n in nodes], dtype=np.bool_)
-        self.not_ready = np.array([not n.ready for n in nodes], dtype=np.bool_)
+        self.unschedulable = flags.unschedulable
+        self.not_ready = ~flags.ready
         self.tainted = [
-            (i, n.taints)
-            for i, n in enumerate(nodes)
-            if any(t.effect in _FILTER_EFFECTS for t in n.taints)
+            (i, nodes[i].taints)
+            for i in flags.tainted
+            if any(t.effect in _FILTER_EFFECTS for t in nodes[i].taints)
         ]
         self.cache: dict[bytes, Failures] = {}
 

@@ -142,12 +142,11 @@ class ProportionPlugin:
         self.queues = {}
         # Per queue, plain integer sums (allocated, request, inqueue, elastic): the
         # same totals as adding Resources job by job, without a Resource per addition.
+        # Settled jobs (asyncsched.model.snapshot) come summed per queue; they have
+        # nothing pending, so what they request is what they hold.
         sums: dict[str, tuple[dict[str, int], ...]] = {}
-        empty = Resource()
-        for job in ssn.jobs.values():
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
+
+        def books_of(queue: QueueInfo) -> tuple[dict[str, int], ...]:
             books = sums.get(queue.name)
             if books is None:
                 self.queues[queue.name] = QueueAttr(
@@ -157,7 +156,26 @@ class ProportionPlugin:
                     guarantee=queue.guarantee or Resource(),
                 )
                 books = sums[queue.name] = ({}, {}, {}, {})
-            allocated, request, inqueue, elastic = books
+            return books
+
+        for name, settled in ssn.settled_totals.items():
+            queue = ssn.queues.get(name)
+            if queue is not None:
+                allocated, request, inqueue, elastic = books_of(queue)
+                for into, part in (
+                    (allocated, settled.allocated),
+                    (request, settled.allocated),
+                    (inqueue, settled.reserved),
+                    (elastic, settled.elastic),
+                ):
+                    for key, value in part.items():
+                        into[key] = into.get(key, 0) + value
+        empty = Resource()
+        for job in ssn.active_jobs.values():
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            allocated, request, inqueue, elastic = books_of(queue)
             _accumulate(allocated, job.allocated)
             _accumulate(request, job.allocated)
             pending = job.by_status.get(TaskStatus.PENDING)

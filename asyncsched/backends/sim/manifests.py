@@ -48,6 +48,7 @@ from asyncsched.backends.sim.fields import (
 from asyncsched.backends.sim.objects import Deployment, Manifest, Service, SimObject
 from asyncsched.backends.sim.quantities import check_node_totals, check_quantities
 from asyncsched.backends.sim.source import STDIN, STDIN_NAME, check_depth, read_input
+from asyncsched.backends.sim.yaml_load import load_all
 
 __all__ = [
     "DURATION_ANNOTATION",
@@ -155,7 +156,7 @@ def check_references(manifests: list[Manifest]) -> None:
 def _documents(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
     check_depth(text, source)
     try:
-        documents = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+        documents = list(load_all(text))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.cache import ClusterCache
 from asyncsched.framework import Registry, Session, run_session
+from asyncsched.framework.cycle import load_configuration
 from asyncsched.model import Resource, TaskStatus
 from asyncsched.plugins._resources import exceeded_part, job_min_resources
 from asyncsched.plugins.proportion import ProportionPlugin
@@ -63,23 +65,63 @@ def _add_job(cache: ClusterCache, rng: random.Random, name: str, n_nodes: int) -
         )
 
 
+WITHOUT_GANG = load_configuration(
+    """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+""",
+    Registry(),
+)
+
+
+ENQUEUE_ONLY = load_configuration(
+    """
+actions: "enqueue"
+tiers:
+- plugins:
+  - name: gang
+  - name: proportion
+""",
+    Registry(),
+)
+
+
 def _sessions(seed: int, fresh: bool) -> list[Any]:
+    """Sessions on a changing cache under changing configurations (reloads), each of which
+    must look again at the jobs found settled under another."""
     rng = random.Random(seed * 7919)
     cache = _cluster(seed)
-    loaded = ConfigSource(Registry()).current
+    default = ConfigSource(Registry()).current
     out: list[Any] = []
-    for n in range(5):
+    configurations = [default, default, WITHOUT_GANG, default, ENQUEUE_ONLY, ENQUEUE_ONLY]
+    for n in range(12):
         if fresh:  # forget what the previous snapshot handed out: rebuild everything
-            cache._clones = {}
-            cache._job_clones = {}
+            cache.changes.everything = True
+        loaded = configurations[n % len(configurations)]
         result, _ = run_session(cache.snapshot(now=100.0 + n), loaded, uid=f"s{n}")
         out.append((result.binds, result.unschedulable, result.podgroups, result.enqueued))
         for bind in result.binds:
             if rng.random() < 0.9:
                 cache.mark_binding(bind.uid, bind.node)
         for update in result.podgroups:
-            if rng.random() < 0.5:
-                cache.set_podgroup_phase(update.job, update.phase)
+            if rng.random() < 0.8:  # written back whole, as the shells do
+                status = PodGroupStatus(
+                    phase=update.phase,
+                    conditions=list(update.conditions),
+                    running=update.running,
+                    succeeded=update.succeeded,
+                    failed=update.failed,
+                )
+                cache.set_podgroup_status(update.job, status)
         if rng.random() < 0.5 and cache.tasks:
             victim = rng.choice(sorted(cache.tasks))
             namespace, name = victim.split("/")
@@ -92,6 +134,34 @@ def _sessions(seed: int, fresh: bool) -> list[Any]:
 @pytest.mark.parametrize("seed", range(30))
 def test_reused_jobs_decide_as_a_fresh_snapshot(seed: int) -> None:
     assert _sessions(seed, fresh=False) == _sessions(seed, fresh=True)
+
+
+def test_jobs_settle_and_a_new_configuration_looks_at_them_again() -> None:
+    cache = _cluster(1)
+    default = ConfigSource(Registry()).current
+    for n in range(4):  # bind what fits and write the statuses back, until nothing changes
+        result, _ = run_session(cache.snapshot(), default, uid=f"s{n}")
+        for bind in result.binds:
+            cache.mark_binding(bind.uid, bind.node)
+        for update in result.podgroups:
+            cache.set_podgroup_status(
+                update.job,
+                PodGroupStatus(
+                    phase=update.phase,
+                    conditions=list(update.conditions),
+                    running=update.running,
+                    succeeded=update.succeeded,
+                    failed=update.failed,
+                ),
+            )
+    snapshot = cache.snapshot()
+    assert snapshot.active is not None and len(snapshot.active) < len(snapshot.jobs)
+    settled = [job for key, job in snapshot.jobs.items() if key not in snapshot.active]
+    _, ssn = run_session(snapshot, WITHOUT_GANG)
+    assert ssn.active_jobs is snapshot.jobs  # another configuration: every job looked at
+    assert all(job.touched for job in settled)
+    again = cache.snapshot()
+    assert all(again.jobs[job.uid] is not job for job in settled)
 
 
 def test_unchanged_jobs_are_handed_out_again() -> None:

@@ -1,0 +1,415 @@
+"""Incremental snapshots: copy only what changed since the last one.
+
+The rule (also in ``asyncsched.model.snapshot``): an object of the previous
+snapshot is handed out again only when neither the cache nor the session that
+ran on it changed it. The cache says what it changed (``ClusterCache.changes``);
+the session's changes are in the journal every clone writes to when touched
+(``asyncsched.model.journal``). A task copied again takes its job and its nodes
+along, so a job or node handed out again holds only current task copies. A
+task whose cache object is still the one it was copied from is made current
+in place (``TaskInfo.reset_from``) rather than copied anew.
+
+With ``ASYNCSCHED_CHECK_SNAPSHOTS=1`` in the environment every snapshot is also
+built from scratch and compared with the incremental one; a difference raises
+``SnapshotReuseError`` naming the object (the test suite turns this on).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from asyncsched.api import PodGroup, Queue
+from asyncsched.cache.changes import JobEntry
+from asyncsched.model import (
+    ClusterSnapshot,
+    JobInfo,
+    NodeFlags,
+    NodeInfo,
+    NodeTable,
+    PodGroupPhase,
+    QueueInfo,
+    Resource,
+    TaskInfo,
+)
+from asyncsched.model.books import SettledTotals
+from asyncsched.model.journal import Journal
+from asyncsched.model.snapshot import SnapshotReuseError, snapshot_differences
+
+if TYPE_CHECKING:
+    from asyncsched.cache.cluster_cache import ClusterCache
+
+__all__ = ["CHECK_ENV", "QUEUE_NAME_ANNOTATION", "Snapshots"]
+
+log = logging.getLogger(__name__)
+
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+CHECK_ENV = "ASYNCSCHED_CHECK_SNAPSHOTS"
+
+
+@dataclass
+class _Template:
+    """A PodGroup's parsed gang rules, kept while its spec and metadata objects stay."""
+
+    spec: object
+    metadata: object
+    priority: int
+    job: JobInfo
+
+
+@dataclass
+class _Handed:
+    """What the last snapshot handed out, by key, and the journal its objects write to."""
+
+    journal: Journal = field(default_factory=list)
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    sources: dict[str, TaskInfo] = field(default_factory=dict)
+    """The cache's task each of ``tasks`` was copied from."""
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+    """In the cache's entry order (JobEntry.seq), as the snapshot lists them."""
+    last_seq: int = 0
+    seqs: dict[str, int] = field(default_factory=dict)
+    """The cache entry each of ``jobs`` was built from, by its seq: an entry deleted and
+    made again between two snapshots moves to the end of the cache's order."""
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    rows: list[int] = field(default_factory=list)
+    """The cache table's row of each node, in snapshot row order."""
+    positions: dict[str, int] = field(default_factory=dict)
+    """Each node's row in the snapshot's table."""
+    table: NodeTable | None = None
+    flags: NodeFlags | None = None
+    queue_infos: dict[str, tuple[Queue, QueueInfo]] = field(default_factory=dict)
+    templates: dict[str, _Template] = field(default_factory=dict)
+    active: set[str] = field(default_factory=set)
+    settled: dict[str, JobInfo] = field(default_factory=dict)
+    totals: dict[str, SettledTotals] = field(default_factory=dict)
+    token: object | None = None
+    """The configuration every job in ``settled`` was found settled under."""
+
+
+class Snapshots:
+    """Builds a cache's snapshots, each from the one before."""
+
+    def __init__(self) -> None:
+        self.handed = _Handed()
+
+    def take(self, cache: ClusterCache, now: float) -> ClusterSnapshot:
+        changes = cache.changes
+        handed = self.handed
+        touched = list(handed.journal)
+        handed.journal.clear()
+        if changes.everything:
+            handed = self.handed = _Handed(journal=handed.journal)
+        snapshot = _Build(cache, handed, touched, now).run()
+        cache.changes = changes.cleared()
+        if os.environ.get(CHECK_ENV) == "1":
+            fresh = _Build(cache, _Handed(), [], now).run(full=True)
+            found = snapshot_differences(snapshot, fresh) + _totals_differences(snapshot)
+            if found:
+                raise SnapshotReuseError("; ".join(found[:5]))
+            snapshot.reference = fresh
+        return snapshot
+
+
+def _totals_differences(snapshot: ClusterSnapshot) -> list[str]:
+    """The settled totals must equal the sums over the settled jobs, added up afresh."""
+    if snapshot.active is None:
+        return []
+    fresh: dict[str, SettledTotals] = {}
+    for key, job in snapshot.jobs.items():
+        if key not in snapshot.active:
+            fresh.setdefault(job.queue, SettledTotals()).add(job)
+
+    def plain(totals: dict[str, SettledTotals]) -> dict[str, tuple[object, ...]]:
+        return {
+            q: (
+                t.jobs,
+                Resource(t.allocated),
+                Resource(t.elastic),
+                Resource(t.reserved),
+                Resource(t.reserved_whole),
+            )
+            for q, t in totals.items()
+            if t.jobs
+        }
+
+    if plain(fresh) != plain(snapshot.settled_totals):
+        return ["settled totals differ from the sums over the settled jobs"]
+    return []
+
+
+class _Build:
+    """One snapshot: what to copy again, then the copies, then the lists in cache order."""
+
+    def __init__(self, cache: ClusterCache, handed: _Handed, touched: Journal, now: float) -> None:
+        self.cache = cache
+        self.handed = handed
+        self.touched = touched
+        self.now = now
+        self.priorities = {name: pc.value for name, pc in cache.priority_classes.items()}
+        self.default_priority = next(
+            (pc.value for pc in cache.priority_classes.values() if pc.global_default), 0
+        )
+
+    def run(self, full: bool = False) -> ClusterSnapshot:
+        cache, handed, changes = self.cache, self.handed, self.cache.changes
+        full = full or changes.everything
+        if full:
+            task_keys: set[str] | list[str] = list(cache.tasks)
+            job_keys: set[str] | list[str] = list(cache.jobs)
+            node_names: set[str] | list[str] = list(cache.nodes)
+        else:
+            task_keys, job_keys, node_names = self._to_copy()
+
+        sources = handed.sources
+        for key in task_keys:
+            source = cache.tasks.get(key)
+            if source is None:
+                handed.tasks.pop(key, None)
+                sources.pop(key, None)
+                continue
+            old = handed.tasks.get(key)
+            if old is not None and sources.get(key) is source:
+                old.reset_from(source)  # the same pod: only what sessions change can differ
+            else:
+                handed.tasks[key] = self._task(source)
+                sources[key] = source
+
+        queues = self._queues()
+        added: dict[str, JobInfo] = {}
+        for key in job_keys:
+            self._unsettle(key)
+            entry = cache.jobs.get(key)
+            job = self._job(key, entry, queues) if entry is not None else None
+            if job is None:
+                handed.seqs.pop(key, None)
+                if handed.jobs.pop(key, None) is not None:
+                    handed.templates.pop(key, None)
+            elif entry is not None and handed.seqs.get(key) == entry.seq and key in handed.jobs:
+                handed.jobs[key] = job
+            else:
+                added[key] = job
+        self._add_jobs(added)
+        self._partition(job_keys)
+
+        table = self._nodes(node_names, full or changes.node_set)
+        if handed.flags is None or full or changes.node_objects or changes.node_set:
+            handed.flags = NodeFlags.of(list(handed.nodes.values()))
+        active = None
+        if handed.settled:
+            entries = cache.jobs
+            ordered = sorted(handed.active, key=lambda k: entries[k].seq)
+            active = {k: handed.jobs[k] for k in ordered}
+        return ClusterSnapshot(
+            jobs=dict(handed.jobs),
+            nodes=dict(handed.nodes),
+            queues=queues,
+            table=table,
+            priority_classes=self.priorities,
+            now=self.now,
+            node_flags=handed.flags,
+            active=active,
+            settled_totals={q: t.copy() for q, t in handed.totals.items() if t.jobs},
+            settled_under=handed.token if handed.settled else None,
+        )
+
+    def _queues(self) -> dict[str, QueueInfo]:
+        """QueueInfos, parsed again only for Queue objects that changed (they are read-only)."""
+        known = self.handed.queue_infos
+        queues = {}
+        for name, queue in self.cache.queues.items():
+            found = known.get(name)
+            if found is None or found[0] is not queue:
+                found = known[name] = (queue, QueueInfo.from_queue(queue))
+            queues[name] = found[1]
+        for name in [n for n in known if n not in queues]:
+            del known[name]
+        if "default" not in queues:
+            queues["default"] = QueueInfo.default()
+        return queues
+
+    # -- settled jobs ------------------------------------------------------------
+
+    def _unsettle(self, key: str) -> None:
+        """A job copied again (or gone) is no longer counted among the settled."""
+        handed = self.handed
+        old = handed.settled.pop(key, None)
+        if old is not None:
+            handed.totals[old.queue].add(old, -1)
+
+    def _partition(self, copied: set[str] | list[str]) -> None:
+        """Jobs copied again are active; an active job handed out again unchanged becomes
+        settled when the last session said so (under the same configuration as the rest)."""
+        handed = self.handed
+        copied = set(copied)
+        active = {key for key in copied if key in handed.jobs}
+        for key in handed.active:
+            if key in copied or key not in handed.jobs:
+                continue
+            job = handed.jobs[key]
+            memo = job.settled_under
+            if memo is not None and (not handed.settled or memo is handed.token):
+                handed.token = memo
+                handed.settled[key] = job
+                totals = handed.totals.get(job.queue)
+                if totals is None:
+                    totals = handed.totals[job.queue] = SettledTotals()
+                totals.add(job)
+            else:
+                active.add(key)
+        handed.active = active
+
+    # -- what to copy again ----------------------------------------------------------
+
+    def _to_copy(self) -> tuple[set[str], set[str], set[str]]:
+        changes, handed = self.cache.changes, self.handed
+        tasks = set(changes.tasks)
+        jobs = set(changes.jobs)
+        nodes = set(changes.nodes)
+        for obj in self.touched:
+            if isinstance(obj, TaskInfo):
+                tasks.add(obj.uid)
+            elif isinstance(obj, JobInfo):
+                jobs.add(obj.uid)
+            elif isinstance(obj, NodeInfo):
+                nodes.add(obj.name)
+        # A task copied again takes along the jobs and nodes holding its old or new copy.
+        cache_tasks = self.cache.tasks
+        for key in tasks:
+            for task in (handed.tasks.get(key), cache_tasks.get(key)):
+                if task is not None:
+                    jobs.add(task.job)
+                    if task.node_name:
+                        nodes.add(task.node_name)
+        return tasks, jobs, nodes
+
+    # -- copies ----------------------------------------------------------------
+
+    def _priority_of_pod(self, task: TaskInfo) -> int:
+        spec = task.pod.spec
+        if spec.priority is not None:
+            return spec.priority
+        return self.priorities.get(spec.priority_class_name, self.default_priority)
+
+    def _task(self, source: TaskInfo) -> TaskInfo:
+        twin = source.clone()
+        twin.priority = self._priority_of_pod(source)
+        twin.journal = self.handed.journal
+        return twin
+
+    def _job(self, key: str, entry: JobEntry, queues: dict[str, QueueInfo]) -> JobInfo | None:
+        pg = entry.podgroup
+        if pg is not None:
+            job = self._template(key, pg).clone_empty()
+            job.set_phase(pg.status.phase or PodGroupPhase.PENDING)
+            job.podgroup = pg
+        else:
+            lone = self._lone_job(key, entry)
+            if lone is None:
+                return None
+            job = lone
+        if job.queue not in queues:
+            log.warning("job %s names queue %r, which does not exist; skipped", key, job.queue)
+            return None
+        tasks = self.handed.tasks
+        for task_key in entry.tasks:
+            job.add_task(tasks[task_key])
+        job.touched = False
+        job.journal = self.handed.journal
+        return job
+
+    def _template(self, key: str, pg: PodGroup) -> JobInfo:
+        priority = self.priorities.get(pg.spec.priority_class_name, self.default_priority)
+        found = self.handed.templates.get(key)
+        if (
+            found is None
+            or found.spec is not pg.spec
+            or found.metadata is not pg.metadata
+            or found.priority != priority
+        ):
+            found = _Template(pg.spec, pg.metadata, priority, JobInfo.from_podgroup(pg, priority))
+            self.handed.templates[key] = found
+        return found.job
+
+    def _lone_job(self, key: str, entry: JobEntry) -> JobInfo | None:
+        if not entry.lone_pod or not entry.tasks:
+            return None
+        task = next(iter(entry.tasks.values()))
+        queue = task.pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
+        return JobInfo(
+            uid=key,
+            name=task.name,
+            namespace=task.namespace,
+            queue=queue,
+            min_available=1,
+            priority=self._priority_of_pod(task),
+            priority_class=task.pod.spec.priority_class_name,
+            phase=PodGroupPhase.INQUEUE,
+            creation=task.creation,
+        )
+
+    def _add_jobs(self, added: dict[str, JobInfo]) -> None:
+        """Add new jobs keeping ``handed.jobs`` in entry order: at the end when they are
+        the newest entries (the usual case), else by listing the entries again.
+
+        The dict is only ever appended to here (no pop and insert), so copying it for
+        each snapshot stays a fast copy.
+        """
+        handed, entries = self.handed, self.cache.jobs
+        if not added:
+            return
+        for key in added:
+            handed.jobs.pop(key, None)  # its entry was made again: it moves to the end
+            handed.seqs[key] = entries[key].seq
+        seqs = sorted((entries[k].seq, k) for k in added)
+        if seqs[0][0] > handed.last_seq:
+            for _, key in seqs:
+                handed.jobs[key] = added[key]
+        else:
+            jobs = handed.jobs
+            handed.jobs = {k: jobs.get(k) or added[k] for k in entries if k in jobs or k in added}
+        handed.last_seq = max(handed.last_seq, seqs[-1][0])
+
+    def _nodes(self, names: set[str] | list[str], renumber: bool) -> NodeTable:
+        """The nodes in cache order, node i on row i of the snapshot's table.
+
+        While the node set stays, the table is the last snapshot's again with the
+        rows of the nodes copied again refreshed from the cache (a session writes
+        rows only through the NodeInfos it touches), so nothing here is O(nodes).
+        """
+        cache, handed = self.cache, self.handed
+        renumber = renumber or any(n not in handed.nodes and n in cache.nodes for n in names)
+        table = handed.table
+        if renumber or table is None or table.dimensions != cache.table.dimensions:
+            renumber = True
+            handed.rows = [info.row for info in cache.nodes.values()]
+            handed.positions = {n: i for i, n in enumerate(cache.nodes)}
+            table = handed.table = cache.table.compact(handed.rows)
+        else:
+            source_table = cache.table
+            for name in names:
+                source = cache.nodes.get(name)
+                if source is not None:
+                    row, at = handed.positions[name], source.row
+                    table.allocatable[row] = source_table.allocatable[at]
+                    table.idle[row] = source_table.idle[at]
+                    table.releasing[row] = source_table.releasing[at]
+                    table.pipelined[row] = source_table.pipelined[at]
+        tasks = handed.tasks
+        for name in names:
+            source = cache.nodes.get(name)
+            if source is None:
+                handed.nodes.pop(name, None)
+                continue
+            twin = source.rebound(table, handed.positions[name])
+            twin.tasks = {key: tasks[key] for key in source.tasks}
+            twin.journal = handed.journal
+            handed.nodes[name] = twin
+        if renumber:
+            handed.nodes = {n: handed.nodes[n] for n in cache.nodes}
+            for row, info in enumerate(handed.nodes.values()):
+                info.table = table
+                info.row = row
+        return table

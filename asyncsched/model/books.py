@@ -1,0 +1,119 @@
+"""A job's books against its queue, and the totals of settled jobs per queue.
+
+What a job holds (``allocated``), what of its PodGroup's minResources it still
+reserves, and what it holds beyond that minimum (the elastic part) are what
+proportion and overcommit add up per queue. They live here, in the model, so
+that the snapshot can keep the per-queue totals of *settled* jobs (see
+``asyncsched.model.snapshot``) with the very functions the plugins use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from asyncsched.model.job import JobInfo, PodGroupPhase
+from asyncsched.model.resource import EMPTY, PODS, Resource
+
+__all__ = [
+    "SettledTotals",
+    "elastic_part",
+    "exceeded_part",
+    "job_min_resources",
+    "reserved_for_job",
+]
+
+
+def exceeded_part(left: Resource, right: Resource) -> Resource:
+    """What ``left`` has beyond ``right``, dimension by dimension, never negative."""
+    return Resource({n: v - right.get(n) for n, v in left.items() if v > right.get(n)})
+
+
+_WITHOUT_PODS: dict[Resource, Resource] = {}
+"""minResources -> the same without ``pods``; jobs of one template share a few values."""
+
+
+def job_min_resources(job: JobInfo) -> Resource | None:
+    """The PodGroup's minResources without ``pods`` (node totals carry no pod count here).
+
+    Memoised by value (Resources are immutable): several plugins ask for every
+    job at every session open.
+    """
+    minimum = job.min_resources
+    if minimum is None:
+        return None
+    found = _WITHOUT_PODS.get(minimum)
+    if found is None:
+        if len(_WITHOUT_PODS) >= 4096:
+            _WITHOUT_PODS.clear()
+        found = _WITHOUT_PODS[minimum] = Resource({n: v for n, v in minimum.items() if n != PODS})
+    return found
+
+
+def reserved_for_job(job: JobInfo, whole_minimum_when_inqueue: bool) -> Resource:
+    """What an admitted job still holds in reserve of its minResources (Volcano's inqueue).
+
+    An Inqueue job reserves its minResources (proportion counts only the part
+    not allocated yet; overcommit counts all of it); a Running job whose gang is
+    complete keeps reserving the part of its minimum not allocated yet.
+    """
+    minimum = job_min_resources(job)
+    if minimum is None:
+        return Resource()
+    if job.phase == PodGroupPhase.INQUEUE:
+        if whole_minimum_when_inqueue:
+            return minimum
+    elif not (job.phase == PodGroupPhase.RUNNING and job.n_allocated >= job.min_available):
+        return Resource()
+    if minimum == job.allocated:
+        return EMPTY  # the usual running job: it holds exactly its minimum
+    return exceeded_part(minimum, job.allocated)
+
+
+def elastic_part(job: JobInfo) -> Resource:
+    """What the job holds beyond its minResources (all it holds when it declares none)."""
+    minimum = job_min_resources(job)
+    if minimum is None:
+        return job.allocated
+    if minimum == job.allocated:
+        return EMPTY
+    return exceeded_part(job.allocated, minimum)
+
+
+def _add(into: dict[str, int], amount: Resource, sign: int) -> None:
+    for name, value in amount.items():
+        into[name] = into.get(name, 0) + sign * value
+
+
+@dataclass
+class SettledTotals:
+    """One queue's sums over its settled jobs, kept as plain integers.
+
+    Sums of integers do not depend on the order jobs join and leave, so the
+    totals equal what adding the jobs one by one at session open would give.
+    """
+
+    jobs: int = 0
+    allocated: dict[str, int] = field(default_factory=dict)
+    elastic: dict[str, int] = field(default_factory=dict)
+    reserved: dict[str, int] = field(default_factory=dict)
+    """reserved_for_job(job, whole_minimum_when_inqueue=False), summed."""
+    reserved_whole: dict[str, int] = field(default_factory=dict)
+    """reserved_for_job(job, whole_minimum_when_inqueue=True), summed."""
+
+    def add(self, job: JobInfo, sign: int = 1) -> None:
+        """Count a job in (sign 1) or out (sign -1)."""
+        self.jobs += sign
+        _add(self.allocated, job.allocated, sign)
+        _add(self.elastic, elastic_part(job), sign)
+        if job.min_resources is not None:
+            _add(self.reserved, reserved_for_job(job, False), sign)
+            _add(self.reserved_whole, reserved_for_job(job, True), sign)
+
+    def copy(self) -> SettledTotals:
+        return SettledTotals(
+            self.jobs,
+            dict(self.allocated),
+            dict(self.elastic),
+            dict(self.reserved),
+            dict(self.reserved_whole),
+        )

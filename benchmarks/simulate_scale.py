@@ -135,7 +135,7 @@ def run(sim: Simulation, max_wall: float | None, step: float) -> Any:
 def gpu_figures(sim: Simulation, cluster_gpus: int) -> dict[str, Any]:
     held = 0
     milli = 0
-    for pod in sim.pods.values():
+    for pod in sim.store.list(Pod).values():
         if not pod.spec.node_name:
             continue
         gpus = sum(int(c.resources.requests.get(sim_workloads.GPU, 0)) for c in pod.spec.containers)

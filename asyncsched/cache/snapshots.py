@@ -51,10 +51,14 @@ CHECK_ENV = "ASYNCSCHED_CHECK_SNAPSHOTS"
 
 @dataclass
 class _Template:
-    """A PodGroup's parsed gang rules, kept while its spec and metadata objects stay."""
+    """A PodGroup's parsed gang rules, kept while its spec and creation time stay.
+
+    Equal, not identical: every watch event carries a freshly decoded copy, and a
+    status update leaves the spec as it was, so the rules are parsed once per spec.
+    """
 
     spec: object
-    metadata: object
+    creation: str | None
     priority: int
     job: JobInfo
 
@@ -323,13 +327,14 @@ class _Build:
     def _template(self, key: str, pg: PodGroup) -> JobInfo:
         priority = self.priorities.get(pg.spec.priority_class_name, self.default_priority)
         found = self.handed.templates.get(key)
+        creation = pg.metadata.creation_timestamp
         if (
             found is None
-            or found.spec is not pg.spec
-            or found.metadata is not pg.metadata
             or found.priority != priority
+            or found.creation != creation
+            or (found.spec is not pg.spec and found.spec != pg.spec)
         ):
-            found = _Template(pg.spec, pg.metadata, priority, JobInfo.from_podgroup(pg, priority))
+            found = _Template(pg.spec, creation, priority, JobInfo.from_podgroup(pg, priority))
             self.handed.templates[key] = found
         return found.job
 

@@ -79,11 +79,8 @@ def _meta(name: str, namespace: str | None = None, **annotations: str) -> Docume
 
 
 def _pod_meta(name: str, namespace: str, **annotations: str) -> Document:
-    """A pod's metadata with a uid, as a real pod has: the simulator names a bare pod's
-    PodGroup after it, and the uids it makes up itself can repeat (see BENCHMARKS.md)."""
-    meta = _meta(name, namespace, **annotations)
-    meta["uid"] = f"uid-{namespace}-{name}"
-    return meta
+    """A pod's metadata (the simulated API server gives it its uid, as a real one does)."""
+    return _meta(name, namespace, **annotations)
 
 
 def _requests(cpu_milli: int, memory_mib: int, gpu: int) -> dict[str, Any]:

@@ -2,6 +2,14 @@
 
     python benchmarks/throughput.py --nodes 1000 --jobs 1000 --tasks-per-job 10 [--pure]
         [--installed]
+    python benchmarks/throughput.py --evict --nodes 1000 [--running 10000] [--waiting 100]
+
+``--evict`` measures preempt and reclaim instead: every node is full of
+running low-priority pods of queue q0 (``--running`` in all, 2 cpu each), then
+``--waiting`` high-priority pods of q0 (preempt) and as many pods of the empty
+queue q1 (reclaim) arrive; one session of "enqueue, allocate, preempt,
+reclaim, backfill" runs, and the JSON line says how long it took and how many
+pods it evicted.
 
 Mixed node shapes (CPU-only and 8-GPU nodes), gang jobs spread over four
 queues, the default configuration. Every pod is pending at the start; sessions
@@ -37,8 +45,86 @@ if "--pure" in sys.argv:  # before asyncsched is imported: the facade picks its 
 
 from asyncsched.backends.config_source import ConfigSource  # noqa: E402
 from asyncsched.cache import ClusterCache  # noqa: E402
-from asyncsched.framework import Registry, run_session  # noqa: E402
-from tests.builders import node, pod, podgroup, queue  # noqa: E402
+from asyncsched.framework import Registry, load_configuration, run_session  # noqa: E402
+from tests.builders import node, pod, podgroup, priority_class, queue  # noqa: E402
+
+EVICT_CONFIG = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def build_full(nodes: int, running: int, waiting: int) -> ClusterCache:
+    """Nodes full of running low-priority pods of q0; high-priority q0 pods and q1 pods wait."""
+    cache = ClusterCache()
+    cache.upsert_priority_class(priority_class("low", 10))
+    cache.upsert_priority_class(priority_class("high", 1000))
+    for q in ("q0", "q1"):
+        cache.upsert_queue(queue(q))
+    per_node = max(running // nodes, 1)
+    for i in range(nodes):
+        cache.upsert_node(node(f"n{i:05d}", cpu=str(2 * per_node), memory=f"{4 * per_node}Gi"))
+    for k in range(running):
+        name = f"run{k:06d}"
+        cache.upsert_podgroup(
+            podgroup(name, namespace="q0", queue="q0", phase="Running", priority_class="low")
+        )
+        cache.upsert_pod(
+            pod(
+                name,
+                cpu="2",
+                memory="4Gi",
+                namespace="q0",
+                group=name,
+                node_name=f"n{k // per_node % nodes:05d}",
+                phase="Running",
+            )
+        )
+    for k in range(waiting):
+        for q, pc in (("q0", "high"), ("q1", "")):
+            name = f"wait-{q}-{k:04d}"
+            cache.upsert_podgroup(podgroup(name, namespace=q, queue=q, priority_class=pc))
+            cache.upsert_pod(pod(name, cpu="2", memory="4Gi", namespace=q, group=name))
+    return cache
+
+
+def measure_evictions(args: argparse.Namespace, measured: dict[str, str]) -> None:
+    cache = build_full(args.nodes, args.running, args.waiting)
+    loaded = load_configuration(EVICT_CONFIG, Registry())
+    start = time.perf_counter()
+    cpu_start = time.process_time()
+    result, _ = run_session(cache.snapshot(), loaded, uid="evict")
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
+    by_reason: dict[str, int] = {}
+    for eviction in result.evictions:
+        by_reason[eviction.reason] = by_reason.get(eviction.reason, 0) + 1
+    print(
+        f"one session: {len(result.evictions)} evictions {by_reason}, "
+        f"{len(result.nominations)} nominations in {elapsed:.2f}s ({cpu:.2f}s CPU)",
+        file=sys.stderr,
+    )
+    print(
+        json.dumps(
+            {
+                "nodes": args.nodes,
+                "running": args.running,
+                "waiting": 2 * args.waiting,
+                "evicted": by_reason,
+                "session_s": round(elapsed, 2),
+                **measured,
+            }
+        )
+    )
 
 
 def build(nodes: int, jobs: int, tasks: int) -> ClusterCache:
@@ -110,11 +196,17 @@ def main() -> None:
     parser.add_argument("--pure", action="store_true", help="use the NumPy kernels")
     parser.add_argument("--profile", action="store_true", help="cProfile the sessions")
     parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
+    parser.add_argument("--evict", action="store_true", help="measure preempt and reclaim")
+    parser.add_argument("--running", type=int, default=10000, help="running pods (--evict)")
+    parser.add_argument("--waiting", type=int, default=100, help="waiting pods per queue")
     args = parser.parse_args()
     measured = target.identity()
     if args.installed:
         target.refuse_checkout(measured)
     print(f"measuring {json.dumps(measured)}", file=sys.stderr)
+    if args.evict:
+        measure_evictions(args, measured)
+        return
 
     cache = build(args.nodes, args.jobs, args.tasks_per_job)
     loaded = ConfigSource(Registry()).current

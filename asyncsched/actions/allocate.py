@@ -23,15 +23,13 @@ which Volcano routes through a separate per-hypernode search; the seam is
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 from collections import deque
 from typing import Any, ClassVar
 
 from asyncsched.actions.placement import find_node
+from asyncsched.actions.walk import Walk, ordered_tasks
 from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
-from asyncsched.framework.session import HeapEntry
 from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from asyncsched.model.status import READY
 
@@ -55,39 +53,33 @@ class _Allocation:
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
-        self._counter = itertools.count()
-        self._queue_key = ssn.queue_key()
-        self._job_key = ssn.job_key()
-        self.queues: list[HeapEntry] = []
-        self.jobs: dict[str, list[HeapEntry]] = {}
+        self.walk = Walk(ssn)
         self.tasks: dict[str, deque[TaskInfo]] = {}
         self.failed_roles: dict[str, dict[str, FitErrors | None]] = {}
         """Per job, the roles a task failed to fit this run, with that task's fit errors."""
 
     def run(self) -> None:
         self._collect()
-        ssn = self.ssn
-        while self.queues:
-            queue: QueueInfo = heapq.heappop(self.queues).item
+        ssn, walk = self.ssn, self.walk
+        while walk:
+            queue = walk.pop_queue()
             if ssn.overused(queue):
                 log.debug("queue %s is overused", queue.name)
                 continue
-            jobs = self.jobs.get(queue.name)
-            if not jobs:
+            job = walk.pop_job(queue)
+            if job is None:
                 continue
-            job: JobInfo = heapq.heappop(jobs).item
             tasks = self.tasks[job.uid]
             stmt = self._allocate_job(job, queue, tasks)
             if stmt is not None and ssn.job_ready(job):
                 stmt.commit()
                 if tasks:
-                    self._push_job(job)
-            self._push_queue(queue)
+                    walk.push_job(job)
+            walk.push_queue(queue)
 
     def _collect(self) -> None:
         ssn = self.ssn
         enqueue_configured = "enqueue" in ssn.configuration.actions
-        task_key = ssn.task_key()
         for job in ssn.active_jobs.values():
             if job.is_pending():
                 if enqueue_configured:
@@ -103,19 +95,8 @@ class _Allocation:
             pending = [t for t in job.pending_tasks() if not t.best_effort]
             if not pending:
                 continue
-            pending.sort(key=task_key)
-            self.tasks[job.uid] = deque(pending)
-            if queue.name not in self.jobs:
-                self.jobs[queue.name] = []
-                self._push_queue(queue)
-            self._push_job(job)
-
-    def _push_queue(self, queue: QueueInfo) -> None:
-        heapq.heappush(self.queues, HeapEntry(self._queue_key(queue), next(self._counter), queue))
-
-    def _push_job(self, job: JobInfo) -> None:
-        entry = HeapEntry(self._job_key(job), next(self._counter), job)
-        heapq.heappush(self.jobs[job.queue], entry)
+            self.tasks[job.uid] = deque(ordered_tasks(ssn, pending))
+            self.walk.add(queue, job)
 
     def _allocate_job(
         self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]

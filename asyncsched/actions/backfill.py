@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from asyncsched.actions.placement import find_node
+from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
 from asyncsched.model import JobInfo, TaskInfo
 
@@ -46,25 +47,14 @@ class BackfillAction:
 
 def _pending_best_effort(ssn: Session) -> list[tuple[JobInfo, TaskInfo]]:
     """Pending BestEffort tasks of admitted, valid jobs: by queue, then job, then task order."""
-    by_queue: dict[str, list[JobInfo]] = {}
+    walk = Walk(ssn)
     tasks: dict[str, list[TaskInfo]] = {}
     for job in ssn.active_jobs.values():
-        if job.is_pending():
-            continue
-        verdict = ssn.job_valid(job)
-        if verdict is not None and not verdict.passed:
-            continue
-        if ssn.queue_of(job) is None:
+        queue = admitted_queue(ssn, job)
+        if queue is None:
             continue
         best_effort = [t for t in job.pending_tasks() if t.best_effort]
         if best_effort:
             tasks[job.uid] = best_effort
-            by_queue.setdefault(job.queue, []).append(job)
-
-    ordered: list[tuple[JobInfo, TaskInfo]] = []
-    queues = sorted((ssn.queues[name] for name in by_queue), key=ssn.queue_key())
-    task_key = ssn.task_key()
-    for queue in queues:
-        for job in sorted(by_queue[queue.name], key=ssn.job_key()):
-            ordered.extend((job, task) for task in sorted(tasks[job.uid], key=task_key))
-    return ordered
+            walk.add(queue, job)
+    return [(job, task) for _, job in walk.ordered() for task in ordered_tasks(ssn, tasks[job.uid])]

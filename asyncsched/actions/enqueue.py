@@ -16,13 +16,11 @@ reaches, so its PodGroup would turn Inqueue in a closed queue).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from typing import ClassVar
 
+from asyncsched.actions.walk import Walk
 from asyncsched.framework import Arguments, Session
-from asyncsched.framework.session import HeapEntry
-from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo
+from asyncsched.model import PodGroupPhase
 
 __all__ = ["EnqueueAction"]
 
@@ -34,28 +32,22 @@ class EnqueueAction:
         self.arguments = arguments
 
     def execute(self, ssn: Session) -> None:
-        queue_key, job_key = ssn.queue_key(), ssn.job_key()
-        counter = itertools.count()
-        queues: list[HeapEntry] = []
-        pending: dict[str, list[HeapEntry]] = {}
+        walk = Walk(ssn)
         for job in ssn.active_jobs.values():
             queue = ssn.queue_of(job)
             if queue is None:
                 continue
-            if queue.name not in pending:
-                pending[queue.name] = []
-                heapq.heappush(queues, HeapEntry(queue_key(queue), next(counter), queue))
+            walk.add_queue(queue)
             if job.is_pending():
-                heapq.heappush(pending[queue.name], HeapEntry(job_key(job), next(counter), job))
+                walk.push_job(job)
 
-        while queues:
-            turn: QueueInfo = heapq.heappop(queues).item
-            jobs = pending[turn.name]
-            if not jobs:
+        while walk:
+            turn = walk.pop_queue()
+            head = walk.pop_job(turn)
+            if head is None:
                 continue
-            head: JobInfo = heapq.heappop(jobs).item
             if turn.is_open() and (head.min_resources is None or ssn.job_enqueueable(head)):
                 ssn.job_enqueued(head)
                 head.set_phase(PodGroupPhase.INQUEUE)
                 ssn.result.enqueued.append(head.uid)
-            heapq.heappush(queues, HeapEntry(queue_key(turn), next(counter), turn))
+            walk.push_queue(turn)

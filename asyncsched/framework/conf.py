@@ -155,6 +155,8 @@ def parse_configuration(text: str, source: str = "configuration") -> SchedulerCo
             raise ConfigError(f"{where}.arguments must be a mapping")
         configurations.append(ActionConfiguration(name=item["name"], arguments=arguments))
 
+    warnings.extend(_eviction_warnings(actions, tiers, source))
+
     metrics = document.get("metrics") or {}
     if not isinstance(metrics, dict):
         raise ConfigError(f"{source}: 'metrics' must be a mapping")
@@ -190,6 +192,38 @@ def _parse_tier(raw: Any, where: str, warnings: list[str]) -> Tier:
             raise ConfigError(f"{here} ({item['name']}): arguments must be a mapping")
         plugins.append(PluginOption(name=item["name"], flags=flags, arguments=arguments))
     return Tier(plugins=tuple(plugins))
+
+
+# Which built-in plugins answer the hooks preempt and reclaim cannot work without.
+_STARVING = ("gang", "priority")
+_VICTIMS = {
+    "preempt": ("enablePreemptable", ("gang", "priority", "conformance", "drf")),
+    "reclaim": ("enableReclaimable", ("gang", "conformance", "proportion", "capacity")),
+}
+
+
+def _eviction_warnings(actions: tuple[str, ...], tiers: tuple[Tier, ...], source: str) -> list[str]:
+    """One line for a preempt or reclaim that can never evict: no plugin says which jobs
+    starve (Volcano then preempts nothing), or none offers victims."""
+    plugins = {p.name: p for tier in tiers for p in tier.plugins}
+    warnings = []
+    for action, (flag, offering) in _VICTIMS.items():
+        if action not in actions:
+            continue
+        starving = [
+            n for n in _STARVING if n in plugins and plugins[n].enabled("enableJobStarving")
+        ]
+        victims = [n for n in offering if n in plugins and plugins[n].enabled(flag)]
+        missing = []
+        if not starving:
+            missing.append(f"a plugin that says which jobs starve ({' or '.join(_STARVING)})")
+        if not victims:
+            missing.append(f"a plugin that offers victims with {flag} ({', '.join(offering)})")
+        if missing:
+            warnings.append(
+                f"{source}: action {action!r} will evict nothing: it needs " + " and ".join(missing)
+            )
+    return warnings
 
 
 def _hierarchical_drf(tiers: tuple[Tier, ...]) -> bool:

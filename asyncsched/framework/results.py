@@ -118,3 +118,11 @@ class SessionResult:
     deserved: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per queue, the amount the queue-sharing plugin (proportion) settled on this session,
     in stored units; empty when no such plugin runs. For metrics and reports."""
+    preemption_victims: int | None = None
+    """How many victims the plugins offered on the last node preempt examined (Volcano's
+    ``volcano_pod_preemption_victims`` gauge); None when preempt examined no node."""
+    preemption_attempts: int = 0
+    """Nodes on which preempt tried to make room (``volcano_total_preemption_attempts``)."""
+    eviction_transactions: dict[str, int] = field(default_factory=dict)
+    """Per action, committed decisions that evicted at least one pod
+    (``volcano_eviction_transactions_total{action}``)."""

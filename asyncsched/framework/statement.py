@@ -2,8 +2,9 @@
 
 Allocate, pipeline and evict change the session's picture at once (so the
 next task sees the node as used) and are logged; ``discard`` undoes them in
-reverse order, ``commit`` turns them into binds and evictions for the shell.
-This is how a gang is tried and backed out.
+reverse order, ``commit`` turns them into binds, evictions and nominations for
+the shell. This is how a gang is tried and backed out; ``mark`` and
+``undo_to`` back out only the tail (one node's evictions in preempt).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from asyncsched.framework.results import Bind, Eviction
+from asyncsched.framework.results import Bind, Eviction, Nomination
 from asyncsched.framework.session import Session
 from asyncsched.model import NodeInfo, TaskInfo, TaskStatus
 
@@ -31,6 +32,10 @@ class _Operation:
     node: NodeInfo
     previous: TaskStatus
     reason: str = ""
+    preemptor: str = ""
+    """For an eviction, the task (``namespace/name``) it makes room for."""
+    nominate: bool = False
+    """For a pipeline made room for by evictions: nominate the pod to the node."""
 
 
 class Statement:
@@ -55,22 +60,34 @@ class Statement:
         self._move(task, node, TaskStatus.ALLOCATED)
         self.ssn.fire_allocate(task)
 
-    def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
-        """Promise a task the room that releasing tasks on the node will free."""
-        self.operations.append(_Operation(_Op.PIPELINE, task, node, task.status))
+    def pipeline(self, task: TaskInfo, node: NodeInfo, nominate: bool = False) -> None:
+        """Promise a task the room that releasing tasks on the node will free; ``nominate``
+        (the room comes from evictions made for it) sets the pod's nominated node at commit."""
+        op = _Operation(_Op.PIPELINE, task, node, task.status, nominate=nominate)
+        self.operations.append(op)
         self._move(task, node, TaskStatus.PIPELINED)
         self.ssn.fire_allocate(task)
 
-    def evict(self, task: TaskInfo, reason: str) -> None:
+    def evict(self, task: TaskInfo, reason: str, preemptor: TaskInfo | None = None) -> None:
         """Mark a running task for eviction; its resources become releasing."""
         node = self.ssn.nodes[task.node_name]
-        self.operations.append(_Operation(_Op.EVICT, task, node, task.status, reason))
+        by = preemptor.key if preemptor is not None else ""
+        self.operations.append(_Operation(_Op.EVICT, task, node, task.status, reason, by))
         self._move(task, node, TaskStatus.RELEASING)
         self.ssn.fire_deallocate(task)
 
-    def discard(self) -> None:
-        """Undo every operation, newest first."""
-        for op in reversed(self.operations):
+    def evictions(self) -> int:
+        """How many evictions the statement holds."""
+        return sum(1 for op in self.operations if op.op is _Op.EVICT)
+
+    def mark(self) -> int:
+        """A point to come back to with ``undo_to``."""
+        return len(self.operations)
+
+    def undo_to(self, mark: int) -> None:
+        """Undo the operations made since ``mark``, newest first."""
+        while len(self.operations) > mark:
+            op = self.operations.pop()
             task, node = op.task, op.node
             node.remove_task(task)
             self.ssn.jobs[task.job].update_task_status(task, op.previous)
@@ -80,13 +97,17 @@ class Statement:
             else:
                 task.set_node("")
                 self.ssn.fire_deallocate(task)
-        self.operations.clear()
+
+    def discard(self) -> None:
+        """Undo every operation, newest first."""
+        self.undo_to(0)
 
     def commit(self) -> None:
         """Turn allocations into binds and evictions into Eviction requests.
 
         Pipelined tasks stay promised for this session only; a later session
-        allocates them once the room is really free.
+        allocates them once the room is really free. One that waits for evictions
+        is nominated to its node (``status.nominatedNodeName``), as Volcano does.
         """
         result = self.ssn.result
         for op in self.operations:
@@ -105,5 +126,11 @@ class Statement:
                     node.add_task(task)
                 result.binds.append(Bind(task.uid, task.namespace, task.name, op.node.name))
             elif op.op is _Op.EVICT:
-                result.evictions.append(Eviction(task.uid, task.namespace, task.name, op.reason))
+                result.evictions.append(
+                    Eviction(task.uid, task.namespace, task.name, op.reason, op.preemptor)
+                )
+            elif op.nominate:
+                result.nominations.append(
+                    Nomination(task.uid, task.namespace, task.name, op.node.name)
+                )
         self.operations.clear()

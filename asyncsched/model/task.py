@@ -9,11 +9,51 @@ from asyncsched.model.resource import Resource
 from asyncsched.model.status import TaskStatus, status_of_pod
 from asyncsched.model.timestamps import parse_timestamp
 
-__all__ = ["PREEMPTABLE_ANNOTATION", "TASK_SPEC_ANNOTATION", "TaskInfo", "pod_requests"]
+__all__ = [
+    "PREEMPTABLE_ANNOTATION",
+    "TASK_SPEC_ANNOTATION",
+    "TaskInfo",
+    "parse_go_bool",
+    "pod_preemptable",
+    "pod_requests",
+    "pod_role",
+]
 
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
-"""Names the task (role) of a Volcano Job a pod belongs to."""
+"""Names the task (role) of a Volcano Job a pod belongs to (annotation, else label)."""
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+"""``"false"`` keeps a pod from being a preemption or reclaim victim (annotation, else label)."""
+
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def parse_go_bool(text: str) -> bool | None:
+    """The value as Go's strconv.ParseBool reads it (which Volcano uses); None if unreadable."""
+    if text in _GO_TRUE:
+        return True
+    if text in _GO_FALSE:
+        return False
+    return None
+
+
+def pod_preemptable(pod: Pod) -> bool:
+    """Volcano's rule: the annotation decides when present, else the label; a value that
+    does not read as a bool means not preemptable; with neither, the pod is preemptable."""
+    meta = pod.metadata
+    for source in (meta.annotations, meta.labels):
+        value = source.get(PREEMPTABLE_ANNOTATION)
+        if value is not None:
+            return parse_go_bool(value) is True
+    return True
+
+
+def pod_role(pod: Pod) -> str:
+    """The pod's role in its job: the task-spec annotation if non-empty, else the label."""
+    meta = pod.metadata
+    return meta.annotations.get(TASK_SPEC_ANNOTATION, "") or meta.labels.get(
+        TASK_SPEC_ANNOTATION, ""
+    )
 
 
 def pod_requests(pod: Pod) -> tuple[Resource, Resource]:
@@ -93,7 +133,7 @@ class TaskInfo(Tracked):
         status: TaskStatus = TaskStatus.PENDING,
         node_name: str = "",
         creation: float = 0.0,
-        preemptable: bool = False,
+        preemptable: bool = True,
         pod: Pod | None = None,
     ) -> None:
         self.uid = uid
@@ -153,14 +193,14 @@ class TaskInfo(Tracked):
             job=job,
             resreq=resreq,
             init_resreq=init_resreq,
-            role=meta.annotations.get(TASK_SPEC_ANNOTATION, ""),
+            role=pod_role(pod),
             priority=priority,
             status=status_of_pod(
                 pod.status.phase, pod.spec.node_name, meta.deletion_timestamp is not None
             ),
             node_name=pod.spec.node_name,
             creation=creation,
-            preemptable=meta.annotations.get(PREEMPTABLE_ANNOTATION, "") == "true",
+            preemptable=pod_preemptable(pod),
             pod=pod,
         )
 

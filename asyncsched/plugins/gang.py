@@ -84,17 +84,41 @@ def _roles_short(job: JobInfo, statuses: frozenset[TaskStatus], best_effort: boo
     ]
 
 
+_EVICTABLE = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+
+
 def _gang_victims(ssn: Session, preemptees: list[TaskInfo]) -> list[TaskInfo]:
-    """Only tasks a job holds beyond its minAvailable may be taken from it."""
+    """Never a gang below its minAvailable, unless the whole gang goes.
+
+    A job may lose the tasks it holds beyond minAvailable (the first ones
+    offered, in the order given, as Volcano's gang does); and when every task
+    it holds is offered, all of them: evicting a whole gang leaves no job
+    broken, while one member too many kills the job and keeps its other pods
+    holding nodes for nothing.
+    """
+    offered: dict[str, set[str]] = {}
+    for task in preemptees:
+        offered.setdefault(task.job, set()).add(task.uid)
+    whole: set[str] = set()
+    for uid, tasks in offered.items():
+        job = ssn.jobs.get(uid)
+        if job is None:
+            continue
+        held = [t for t in job.tasks.values() if t.status in READY]
+        if held and all(t.uid in tasks and t.status in _EVICTABLE for t in held):
+            whole.add(uid)
     occupied: dict[str, int] = {}
     victims = []
     for task in preemptees:
         job = ssn.jobs.get(task.job)
         if job is None:
             continue
-        held = occupied.setdefault(job.uid, job.ready_task_num())
-        if held > job.min_available:
-            occupied[job.uid] = held - 1
+        if job.uid in whole:
+            victims.append(task)
+            continue
+        held_now = occupied.setdefault(job.uid, job.ready_task_num())
+        if held_now > job.min_available:
+            occupied[job.uid] = held_now - 1
             victims.append(task)
     return victims
 

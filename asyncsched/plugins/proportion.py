@@ -1,6 +1,15 @@
 """proportion: share the cluster between queues by weight, and reclaim what a queue
 holds beyond its share when another queue needs it.
 
+A queue over its deserved amount gives back a task when it keeps its deserved
+amount of what that task used, or, where tasks do not divide the deserved
+amounts evenly, when it keeps a larger share of its deserved amount than the
+reclaiming queue holds of its own. Volcano takes from any queue over its
+deserved amount, which can push it below, after which it reclaims back: two
+busy queues then trade the same pods forever. Under this rule each reclaim
+raises the smallest share of the two queues, so it cannot be undone by the
+next one, and the queues settle.
+
 A queue's *deserved* amount is found by water-filling: the remaining cluster
 is split by weight among the queues still wanting more; a queue's portion is
 capped by its capability and by what its jobs request, at least its
@@ -118,6 +127,15 @@ def water_fill(attrs: list[QueueAttr], total: Resource) -> None:
             break
 
 
+def _keeps_deserved(after: Resource, deserved: Resource, taken: Resource) -> bool:
+    """The queue still holds its deserved amount of everything the taken task used."""
+    return all(
+        after.get(name) >= deserved.get(name)
+        for name, amount in taken.items()
+        if amount > 0 and name != PODS
+    )
+
+
 def _accumulate(into: dict[str, int], amount: Resource) -> None:
     for name, value in amount.items():
         into[name] = into.get(name, 0) + value
@@ -205,20 +223,6 @@ class ProportionPlugin:
         ssn.add(JOB_ENQUEUEABLE, self.name, lambda job: self._enqueueable(ssn, job))
         ssn.add(JOB_ENQUEUED, self.name, self._enqueued)
 
-        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
-            left: dict[str, Resource] = {}
-            victims = []
-            for task in reclaimees:
-                job = ssn.jobs.get(task.job)
-                attr = self.queues.get(job.queue) if job is not None else None
-                if attr is None:
-                    continue
-                allocated = left.get(attr.name, attr.allocated)
-                if not allocated.fits_in(attr.deserved):
-                    left[attr.name] = allocated - task.resreq
-                    victims.append(task)
-            return victims
-
         def moved(task: TaskInfo, sign: int) -> None:
             job = ssn.jobs.get(task.job)
             attr = self.queues.get(job.queue) if job is not None else None
@@ -227,10 +231,39 @@ class ProportionPlugin:
                 attr.allocated = attr.allocated + change
                 attr.stale = True  # the share is recomputed when next read
 
-        ssn.add(RECLAIMABLE, self.name, reclaimable)
+        ssn.add(RECLAIMABLE, self.name, lambda t, ts: self.reclaim_victims(ssn, t, ts))
         ssn.add_event_handler(
             self.name, EventHandler(lambda t: moved(t, 1), lambda t: moved(t, -1))
         )
+
+    def reclaim_victims(
+        self, ssn: Session, reclaimer: TaskInfo, reclaimees: list[TaskInfo]
+    ) -> list[TaskInfo]:
+        """The reclaimees whose queues may give them back (see the module's docstring).
+
+        Public so that reclaim applies it even when an earlier tier decides the
+        victims alone (Volcano's issue #5896: proportion is then never asked).
+        """
+        own = ssn.jobs.get(reclaimer.job)
+        mine = self.queues.get(own.queue) if own is not None else None
+        floor = mine.share if mine is not None else 0.0
+        left: dict[str, Resource] = {}
+        victims = []
+        for task in reclaimees:
+            job = ssn.jobs.get(task.job)
+            attr = self.queues.get(job.queue) if job is not None else None
+            if attr is None:
+                continue
+            allocated = left.get(attr.name, attr.allocated)
+            if allocated.fits_in(attr.deserved):
+                continue  # not over its deserved: nothing to give back
+            after = allocated - task.resreq
+            if dominant_share(after, attr.deserved)[1] > floor or _keeps_deserved(
+                after, attr.deserved, task.resreq
+            ):
+                left[attr.name] = after
+                victims.append(task)
+        return victims
 
     def _queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
         if left.priority != right.priority:

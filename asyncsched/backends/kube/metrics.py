@@ -12,6 +12,8 @@ from typing import Protocol
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from asyncsched.framework import SessionResult
+
 __all__ = ["Exposition", "Metrics", "serve_http"]
 
 
@@ -54,6 +56,34 @@ class Metrics:
         )
         self.leader = Gauge("asyncsched_leader", "1 while this replica holds the lease", registry=r)
         self.pending = Gauge("asyncsched_pending_pods", "Pods waiting to be placed", registry=r)
+        # Volcano's own names, so its dashboards and alerts keep working.
+        self.preemption_victims = Gauge(
+            "volcano_pod_preemption_victims",
+            "Victims the plugins allowed on the last node preempt examined",
+            registry=r,
+        )
+        # A gauge that only grows: a Counter would be exposed as ..._total, and Volcano's
+        # counter has no such suffix.
+        self.preemption_attempts = Gauge(
+            "volcano_total_preemption_attempts",
+            "Nodes on which preempt tried to make room (only grows)",
+            registry=r,
+        )
+        self.eviction_transactions = Counter(
+            "volcano_eviction_transactions",
+            "Committed decisions that evicted at least one pod",
+            ["action"],
+            registry=r,
+        )
+
+    def observe_session(self, result: SessionResult) -> None:
+        """The eviction figures the core counted in one session."""
+        if result.preemption_victims is not None:
+            self.preemption_victims.set(result.preemption_victims)
+        if result.preemption_attempts:
+            self.preemption_attempts.inc(result.preemption_attempts)
+        for action, count in result.eviction_transactions.items():
+            self.eviction_transactions.labels(action).inc(count)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -303,6 +303,7 @@ class KubeScheduler(Effects):
         )
         self.metrics.session_seconds.observe(time.perf_counter() - began)
         self.metrics.sessions.inc()
+        self.metrics.observe_session(result)
         self._apply(result)
         return result
 

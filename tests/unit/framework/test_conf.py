@@ -64,3 +64,26 @@ def test_invalid_configurations_name_the_problem(text: str, message: str) -> Non
 def test_unknown_plugin_lists_the_known_ones() -> None:
     with pytest.raises(ConfigError, match=r"unknown plugin 'gangg' \(known: .*gang"):
         load_configuration('actions: "allocate"\ntiers:\n- plugins: [{name: gangg}]\n', Registry())
+
+
+def test_preempt_and_reclaim_load_and_say_in_one_line_when_they_can_never_evict() -> None:
+    usual = parse_configuration(
+        'actions: "enqueue, allocate, preempt, reclaim, backfill"\ntiers:\n- plugins:\n'
+        "  - name: priority\n  - name: gang\n  - name: conformance\n"
+        "- plugins:\n  - name: drf\n  - name: proportion\n"
+    )
+    assert usual.actions[2:4] == ("preempt", "reclaim") and not usual.warnings
+    assert load_configuration(
+        'actions: "preempt, reclaim"\ntiers:\n- plugins:\n  - name: gang\n', Registry()
+    ).actions
+
+    bare = parse_configuration(
+        'actions: "allocate, preempt, reclaim"\ntiers:\n- plugins:\n  - name: predicates\n'
+        "  - name: gang\n    enableJobStarving: false\n    enableReclaimable: false\n",
+        "conf.yaml",
+    )
+    assert len(bare.warnings) == 2
+    preempt, reclaim = bare.warnings
+    assert preempt.startswith("conf.yaml: action 'preempt' will evict nothing: it needs a plugin")
+    assert "which jobs starve (gang or priority)" in preempt
+    assert "enableReclaimable (gang, conformance, proportion, capacity)" in reclaim

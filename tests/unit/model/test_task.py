@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from asyncsched.api import Pod
-from asyncsched.model.task import pod_requests
+from asyncsched.model.task import pod_preemptable, pod_requests, pod_role
 
 
 def _pod(spec: dict[str, object]) -> Pod:
@@ -34,3 +34,25 @@ def test_no_requests_and_no_limits_is_best_effort() -> None:
     running, to_start = pod_requests(_pod({"containers": [{"name": "a"}]}))
 
     assert running.is_empty() and to_start.is_empty()
+
+
+def _meta_pod(annotations: dict[str, str], labels: dict[str, str]) -> Pod:
+    return msgspec.convert(
+        {"metadata": {"name": "p", "annotations": annotations, "labels": labels}}, Pod
+    )
+
+
+def test_a_pod_is_preemptable_unless_its_annotation_or_else_its_label_says_false() -> None:
+    key = "volcano.sh/preemptable"
+    assert pod_preemptable(_meta_pod({}, {}))
+    assert not pod_preemptable(_meta_pod({}, {key: "false"}))
+    assert not pod_preemptable(_meta_pod({key: "False"}, {key: "true"})), "annotation first"
+    assert pod_preemptable(_meta_pod({key: "1"}, {key: "false"}))
+    assert not pod_preemptable(_meta_pod({key: "yes"}, {})), "unreadable: not preemptable"
+
+
+def test_a_pods_role_is_its_task_spec_annotation_else_its_label() -> None:
+    key = "volcano.sh/task-spec"
+    assert pod_role(_meta_pod({key: "ps"}, {key: "worker"})) == "ps"
+    assert pod_role(_meta_pod({key: ""}, {key: "worker"})) == "worker"
+    assert pod_role(_meta_pod({}, {})) == ""

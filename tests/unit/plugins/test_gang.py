@@ -102,13 +102,14 @@ def test_unready_jobs_are_served_before_ready_ones() -> None:
     assert [j.name for j in sorted(ssn.jobs.values(), key=ssn.job_key())] == ["waiting", "ready"]
 
 
-def test_victims_only_above_min_member() -> None:
+def test_victims_only_above_min_member_unless_the_whole_gang_is_offered() -> None:
     ssn, _ = open_session(snapshot(node("n1"), *gang("pg", 2, 4, 0)))
     job = ssn.jobs["default/pg"]
     running = sorted(job.tasks.values(), key=lambda t: t.name)
-    victims = ssn.reclaimable(running[0], running)
-    assert len(victims) == 2
-    assert len(ssn.preemptable(running[0], running)) == 2
+    some = running[:3]
+    assert ssn.reclaimable(running[0], some) == some[:2]
+    assert ssn.preemptable(running[0], some) == some[:2]
+    assert ssn.preemptable(running[0], running) == running, "the whole gang may go"
 
 
 def test_starving_until_min_member_holds_resources() -> None:

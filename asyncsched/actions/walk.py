@@ -1,0 +1,99 @@
+"""The queue -> job -> task walk every action shares.
+
+Volcano's actions all visit the cluster the same way: the queue first in
+queue order, within it the job first in job order, and that job's tasks in
+task order; a queue (or job) that had its turn may go back into the ordering
+with its new standing, so queues take turns as their plugins order them.
+``Walk`` is that ordering, once: allocate and enqueue take turns through it,
+backfill reads it in a fixed order (``ordered``), and preempt and reclaim use
+it with their own rules for when a queue goes back.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+from collections.abc import Iterator
+
+from asyncsched.framework import Session
+from asyncsched.framework.session import HeapEntry
+from asyncsched.model import JobInfo, QueueInfo, TaskInfo
+
+__all__ = ["Walk", "admitted_queue", "ordered_tasks"]
+
+log = logging.getLogger(__name__)
+
+
+class Walk:
+    """Queues in queue order, each queue's jobs in job order; an entry taken out may be
+    put back (it is then ordered by its standing at that moment)."""
+
+    def __init__(self, ssn: Session) -> None:
+        self._queue_key = ssn.queue_key()
+        self._job_key = ssn.job_key()
+        self._counter = itertools.count()
+        self._queues: list[HeapEntry] = []
+        self.jobs: dict[str, list[HeapEntry]] = {}
+        """Per queue name, its jobs still to visit (a heap)."""
+
+    def __bool__(self) -> bool:
+        return bool(self._queues)
+
+    def add_queue(self, queue: QueueInfo) -> None:
+        """Take a queue into the walk once (later calls do nothing)."""
+        if queue.name not in self.jobs:
+            self.jobs[queue.name] = []
+            self.push_queue(queue)
+
+    def add(self, queue: QueueInfo, job: JobInfo) -> None:
+        """Take a job, and its queue if new, into the walk."""
+        self.add_queue(queue)
+        self.push_job(job)
+
+    def push_queue(self, queue: QueueInfo) -> None:
+        heapq.heappush(self._queues, HeapEntry(self._queue_key(queue), next(self._counter), queue))
+
+    def push_job(self, job: JobInfo) -> None:
+        entry = HeapEntry(self._job_key(job), next(self._counter), job)
+        heapq.heappush(self.jobs[job.queue], entry)
+
+    def pop_queue(self) -> QueueInfo:
+        """The queue whose turn it is (it leaves the walk until pushed back)."""
+        queue: QueueInfo = heapq.heappop(self._queues).item
+        return queue
+
+    def pop_job(self, queue: QueueInfo) -> JobInfo | None:
+        """The queue's job whose turn it is, or None when it has none left."""
+        jobs = self.jobs.get(queue.name)
+        if not jobs:
+            return None
+        job: JobInfo = heapq.heappop(jobs).item
+        return job
+
+    def has_jobs(self, queue: QueueInfo) -> bool:
+        return bool(self.jobs.get(queue.name))
+
+    def ordered(self) -> Iterator[tuple[QueueInfo, JobInfo]]:
+        """Every job once, queue by queue, in the orders as they stand now (no turns)."""
+        while self:
+            queue = self.pop_queue()
+            while (job := self.pop_job(queue)) is not None:
+                yield queue, job
+
+
+def admitted_queue(ssn: Session, job: JobInfo) -> QueueInfo | None:
+    """The job's queue when the job may be acted on: admitted (not Pending), valid for its
+    plugins (gang: enough valid tasks), and in a queue the session knows; else None."""
+    if job.is_pending():
+        return None
+    verdict = ssn.job_valid(job)
+    if verdict is not None and not verdict.passed:
+        log.debug("job %s not valid: %s %s", job.uid, verdict.reason, verdict.message)
+        return None
+    return ssn.queue_of(job)
+
+
+def ordered_tasks(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """Tasks of one job in task order."""
+    return sorted(tasks, key=ssn.task_key())

@@ -1,0 +1,39 @@
+"""Volcano's own preempt and reclaim unit-test cases, as scenarios (regression tests).
+
+Each YAML file names its case (see Volcano's pkg/scheduler/actions/preempt and
+reclaim tests); the victims must be the ones Volcano's tests expect. The
+victims run from t=0 and the preemptor arrives at t=1, since here allocate
+runs first and places what fits without evicting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.scenarios.harness import simulate
+
+CASES = [
+    ("volcano-preempt-p3.yaml", "volcano-preempt-config.yaml", ["preemptee1"]),
+    ("volcano-preempt-p4.yaml", "volcano-preempt-config.yaml", ["preemptee1", "preemptee2"]),
+    ("volcano-preempt-p10.yaml", "volcano-preempt-config.yaml", []),
+    ("volcano-reclaim-r1.yaml", "volcano-reclaim-config.yaml", ["preemptee2"]),
+    ("volcano-reclaim-r3.yaml", "volcano-reclaim-config.yaml", ["preemptee1-1"]),
+]
+
+
+@pytest.mark.parametrize(("scenario", "config", "victims"), CASES)
+def test_volcano_case_evicts_the_victims_volcano_expects(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    scenario: str,
+    config: str,
+    victims: list[str],
+) -> None:
+    run = simulate(capsys, tmp_path, scenario, config=config)
+
+    assert run.code == 0, run.stderr
+    assert sorted(e["name"] for e in run.of("evicted")) == victims
+    assert all(e["time"] == 1.0 for e in run.of("evicted"))
+    assert "all work done" in run.stdout

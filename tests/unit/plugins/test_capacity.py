@@ -6,7 +6,7 @@ from typing import Any
 
 from asyncsched.api import Pod, PodGroup
 from asyncsched.framework import Arguments, Session, parse_configuration
-from asyncsched.model import ClusterSnapshot, TaskInfo
+from asyncsched.model import ClusterSnapshot, QueueInfo, Resource, TaskInfo
 from asyncsched.plugins.capacity import CapacityPlugin
 from tests.builders import node, pod, podgroup, queue, snapshot
 
@@ -152,16 +152,22 @@ def test_a_broken_parent_link_refuses_that_queue_only() -> None:
 
 
 def reclaim_cluster(victim_deserved: str, guarantee: str | None = None) -> ClusterSnapshot:
-    victim_spec: dict[str, Any] = {"deserved": {"cpu": victim_deserved}}
-    if guarantee:
-        victim_spec["guarantee"] = {"cpu": guarantee}
-    return snapshot(
+    snap = snapshot(
         node("n1", cpu="4", memory="64Gi"),
-        queue("lender", **victim_spec),
+        queue("lender", deserved={"cpu": victim_deserved}),
         queue("owner", deserved={"cpu": "2"}),
         *work("lent", "lender", running=4),
         *work("wants", "owner", pending=1),
     )
+    if guarantee:
+        # A guarantee above deserved is refused at admission; a queue built in code can
+        # still carry one, and reclaim must never go below it.
+        snap.queues["lender"] = QueueInfo(
+            name="lender",
+            deserved=Resource({"cpu": int(victim_deserved) * 1000}),
+            guarantee=Resource({"cpu": int(guarantee) * 1000}),
+        )
+    return snap
 
 
 def running_of(ssn: Session, job: str) -> list[TaskInfo]:

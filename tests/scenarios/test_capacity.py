@@ -97,6 +97,7 @@ VOLCANO_CASES: list[tuple[str, str, dict[str, str], int]] = [
     ("e0", FLAT, {"pod3": "n1"}, 0),  # memory over deserved, a cpu-only job enqueues
     ("e1", FLAT, {"pod4": "n2"}, 0),  # cpu over deserved, a memory-only job enqueues
     ("e2", FLAT, {}, 4),  # memory 3G + 1G > capability 2G: never enqueued
+    ("e3", FLAT, {}, 4),  # a Closed queue admits nothing
     ("h0", TREE, {"p1": "n1"}, 0),  # a leaf queue
     ("h1", TREE, {}, 4),  # not a leaf queue
     ("h2", TREE, {"p3": "n1", "p4": "n1"}, 0),  # a gang of 2 within capability

@@ -126,11 +126,27 @@ def queue(
     capability: dict[str, str | int | float] | None = None,
     reclaimable: bool | None = None,
     created: str | None = None,
+    deserved: dict[str, str | int | float] | None = None,
+    guarantee: dict[str, str | int | float] | None = None,
+    parent: str = "",
+    priority: int = 0,
+    state: str = "",
 ) -> Queue:
-    return Queue(
+    made = Queue(
         metadata=ObjectMeta(name=name, creation_timestamp=created),
-        spec=QueueSpec(weight=weight, capability=dict(capability or {}), reclaimable=reclaimable),
+        spec=QueueSpec(
+            weight=weight,
+            capability=dict(capability or {}),
+            deserved=dict(deserved or {}),
+            guarantee={"resource": dict(guarantee)} if guarantee else {},
+            reclaimable=reclaimable,
+            parent=parent,
+            priority=priority,
+        ),
     )
+    if state:
+        made.status.state = state
+    return made
 
 
 def priority_class(name: str, value: int, *, default: bool = False) -> PriorityClass:

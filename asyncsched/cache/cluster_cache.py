@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api.queue_rules import queue_problems
 from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.cache.changes import Changes, JobEntry
 from asyncsched.cache.snapshots import QUEUE_NAME_ANNOTATION, Snapshots
@@ -264,8 +265,13 @@ class ClusterCache:
             self.set_podgroup_status(key, status)
 
     def upsert_queue(self, queue: Queue) -> None:
-        """Take a Queue; ValueError (and no change) if its resource lists cannot be read."""
+        """Take a Queue; ValueError (and no change: the last good version stays) if its
+        resource lists cannot be read or break Volcano's rules for one queue. Rules about
+        the tree (parents, sums) are the session's to apply: queues arrive in any order."""
         QueueInfo.from_queue(queue)
+        problems = queue_problems(queue)
+        if problems:
+            raise ValueError("; ".join(problems))
         if queue.metadata.name not in self.queues:
             self.changes.everything = True  # jobs naming it are scheduled from now on
         self.queues[queue.metadata.name] = queue

@@ -7,10 +7,20 @@ the end of the cycle for the pending tasks of a job whose gang is complete.
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from asyncsched.framework.session import Session
 from asyncsched.model import QueueInfo, Resource, TaskInfo
 
-__all__ = ["queue_refusal", "resources_text"]
+__all__ = ["QueueRefusing", "queue_refusal", "resources_text"]
+
+
+@runtime_checkable
+class QueueRefusing(Protocol):
+    """A plugin that can say why a queue takes no job at all (capacity: a queue that is not
+    a leaf, or that its tree cannot place), in words better than "no room"."""
+
+    def refusal(self, queue: QueueInfo) -> str: ...
 
 
 def queue_refusal(ssn: Session, queue: QueueInfo, task: TaskInfo | None, what: str = "") -> str:
@@ -18,6 +28,11 @@ def queue_refusal(ssn: Session, queue: QueueInfo, task: TaskInfo | None, what: s
     whether the queue takes anything at all. ``what`` names the task in the message."""
     if not queue.is_open():
         return f"queue {queue.name!r} is {queue.state}"
+    for plugin in ssn.plugins.values():
+        if isinstance(plugin, QueueRefusing):
+            why = plugin.refusal(queue)
+            if why:
+                return why
     if ssn.overused(queue):
         return f"queue {queue.name!r} has used its deserved share"
     if task is None or ssn.allocatable(queue, task):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from asyncsched.framework import hookimpl
 from asyncsched.framework.plugin import PluginBuilder
 from asyncsched.plugins.binpack import BinpackPlugin
+from asyncsched.plugins.capacity import CapacityPlugin
 from asyncsched.plugins.conformance import ConformancePlugin
 from asyncsched.plugins.drf import DrfPlugin
 from asyncsched.plugins.gang import GangPlugin
@@ -22,6 +23,7 @@ BUILTIN_PLUGINS: dict[str, PluginBuilder] = {
         ConformancePlugin,
         DrfPlugin,
         ProportionPlugin,
+        CapacityPlugin,
         OvercommitPlugin,
         PredicatesPlugin,
         NodeOrderPlugin,

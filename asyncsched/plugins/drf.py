@@ -5,8 +5,10 @@ the job with the smaller share is served first, so a CPU-hungry job and a
 GPU-hungry job progress evenly. Shares follow every allocation and
 deallocation within the session.
 
-Hierarchical DRF (``enableHierarchy: true``) is not implemented: the flag is
-accepted and has no effect, and a warning says so.
+With ``enableHierarchy: true`` (hierarchical DRF, see ``_hdrf``) queues are
+also ordered by their fair share down the tree their ``volcano.sh/hierarchy``
+annotations draw, and a queue may reclaim from a queue that would then rank
+behind it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from asyncsched.framework import Arguments, EventHandler, Session
-from asyncsched.framework.hooks import JOB_ORDER, PREEMPTABLE
-from asyncsched.model import JobInfo, Resource, TaskInfo
+from asyncsched.framework.hooks import JOB_ORDER, PREEMPTABLE, QUEUE_ORDER, RECLAIMABLE
+from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
+from asyncsched.plugins._hdrf import HierarchicalShares
 from asyncsched.plugins._resources import cluster_total, dominant_share
 
 __all__ = ["SHARE_DELTA", "DrfPlugin"]
@@ -46,6 +49,7 @@ class DrfPlugin:
         self.jobs: dict[str, _JobShare] = {}
         """Books of the jobs asked about this session (see _attr)."""
         self.session_jobs: dict[str, JobInfo] = {}
+        self.hierarchy: HierarchicalShares | None = None
 
     def share_of(self, job_uid: str) -> float:
         """The job's dominant share now (0 for a job the session does not know)."""
@@ -74,11 +78,12 @@ class DrfPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         option = ssn.options.get(self.name)
-        if option is not None and option.flags.get("enableHierarchy", False):
-            log.warning("drf: enableHierarchy is not implemented; plain DRF is used")
         self.total = cluster_total(ssn)
         self.jobs = {}
         self.session_jobs = ssn.jobs
+        self.hierarchy = None
+        if option is not None and option.flags.get("enableHierarchy", False):
+            self._open_hierarchy(ssn)
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = self.share_of(left.uid), self.share_of(right.uid)
@@ -109,16 +114,56 @@ class DrfPlugin:
             if attr is not None:
                 attr.allocated = attr.allocated + task.resreq
                 attr.stale = True
+            if self.hierarchy is not None:
+                self.hierarchy.charge(task.job, task.resreq, 1)
 
         def on_deallocate(task: TaskInfo) -> None:
             attr = self._attr(task.job)
             if attr is not None:
                 attr.allocated = attr.allocated - task.resreq
                 attr.stale = True
+            if self.hierarchy is not None:
+                self.hierarchy.charge(task.job, task.resreq, -1)
 
         ssn.add(JOB_ORDER, self.name, job_order)
         ssn.add(PREEMPTABLE, self.name, preemptable)
         ssn.add_event_handler(self.name, EventHandler(on_allocate, on_deallocate))
+
+    def _open_hierarchy(self, ssn: Session) -> None:
+        """Hierarchical DRF: every job below its queue's path; queue order and reclaim."""
+        tree = self.hierarchy = HierarchicalShares(self.total)
+        for job in ssn.jobs.values():
+            queue = ssn.queues.get(job.queue)
+            if queue is not None:
+                tree.place(job, queue, job.allocated_at_open())
+
+        def queue_order(left: QueueInfo, right: QueueInfo) -> int:
+            found = tree.compare(left, right)
+            return -1 if found < 0 else (1 if found > 0 else 0)
+
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+            """Each task alone: would its queue rank behind the reclaimer's without it?"""
+            job = ssn.jobs.get(reclaimer.job)
+            mine = ssn.queues.get(job.queue) if job is not None else None
+            if mine is None:
+                return []
+            trial = tree.copy()
+            trial.charge(reclaimer.job, reclaimer.resreq, 1)
+            victims = []
+            for task in reclaimees:
+                other = ssn.jobs.get(task.job)
+                theirs = ssn.queues.get(other.queue) if other is not None else None
+                if theirs is None:
+                    continue
+                trial.charge(task.job, task.resreq, -1)
+                ahead = trial.compare(mine, theirs) < 0
+                trial.charge(task.job, task.resreq, 1)
+                if ahead:
+                    victims.append(task)
+            return victims
+
+        ssn.add(QUEUE_ORDER, self.name, queue_order)
+        ssn.add(RECLAIMABLE, self.name, reclaimable)
 
     def on_session_close(self, ssn: Session) -> None:
         """Nothing to report; the books stay readable for other plugins' close."""

@@ -32,7 +32,8 @@ from asyncsched.framework.hooks import (
     QUEUE_ORDER,
     RECLAIMABLE,
 )
-from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
+from asyncsched.model.queue_tree import queue_books
 from asyncsched.model.resource import CPU, MEMORY, PODS
 from asyncsched.plugins._resources import (
     cluster_total,
@@ -40,7 +41,6 @@ from asyncsched.plugins._resources import (
     exceeded_part,
     fits_where_requested,
     job_min_resources,
-    reserved_for_job,
 )
 
 __all__ = ["ProportionPlugin", "QueueAttr"]
@@ -136,11 +136,6 @@ def _keeps_deserved(after: Resource, deserved: Resource, taken: Resource) -> boo
     )
 
 
-def _accumulate(into: dict[str, int], amount: Resource) -> None:
-    for name, value in amount.items():
-        into[name] = into.get(name, 0) + value
-
-
 class ProportionPlugin:
     name: ClassVar[str] = "proportion"
 
@@ -158,61 +153,19 @@ class ProportionPlugin:
         for info in ssn.queues.values():
             guarantees = guarantees + (info.guarantee or Resource())
         self.queues = {}
-        # Per queue, plain integer sums (allocated, request, inqueue, elastic): the
-        # same totals as adding Resources job by job, without a Resource per addition.
-        # Settled jobs (asyncsched.model.snapshot) come summed per queue; they have
-        # nothing pending, so what they request is what they hold.
-        sums: dict[str, tuple[dict[str, int], ...]] = {}
-
-        def books_of(queue: QueueInfo) -> tuple[dict[str, int], ...]:
-            books = sums.get(queue.name)
-            if books is None:
-                self.queues[queue.name] = QueueAttr(
-                    name=queue.name,
-                    weight=queue.weight,
-                    real_capability=_real_capability(queue, total, guarantees),
-                    guarantee=queue.guarantee or Resource(),
-                )
-                books = sums[queue.name] = ({}, {}, {}, {})
-            return books
-
-        for name, settled in ssn.settled_totals.items():
-            queue = ssn.queues.get(name)
-            if queue is not None:
-                allocated, request, inqueue, elastic = books_of(queue)
-                for into, part in (
-                    (allocated, settled.allocated),
-                    (request, settled.allocated),
-                    (inqueue, settled.reserved),
-                    (elastic, settled.elastic),
-                ):
-                    for key, value in part.items():
-                        into[key] = into.get(key, 0) + value
-        empty = Resource()
-        for job in ssn.active_jobs.values():
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
-            allocated, request, inqueue, elastic = books_of(queue)
-            _accumulate(allocated, job.allocated)
-            _accumulate(request, job.allocated)
-            pending = job.by_status.get(TaskStatus.PENDING)
-            if pending:
-                for task in pending.values():
-                    _accumulate(request, task.resreq)
-            if job.min_resources is not None:
-                _accumulate(inqueue, reserved_for_job(job, whole_minimum_when_inqueue=False))
-                minimum = job_min_resources(job) or empty
-                if minimum != job.allocated:  # equal: nothing beyond the minimum
-                    _accumulate(elastic, exceeded_part(job.allocated, minimum))
-            elif not job.allocated.is_zero():
-                _accumulate(elastic, exceeded_part(job.allocated, empty))
-        for name, (allocated, request, inqueue, elastic) in sums.items():
-            attr = self.queues[name]
-            attr.allocated = Resource(allocated)
-            attr.request = Resource(request)
-            attr.inqueue = Resource(inqueue)
-            attr.elastic = Resource(elastic)
+        books = queue_books(ssn.queues, ssn.active_jobs.values(), ssn.settled_totals)
+        for name, held in books.items():
+            queue = ssn.queues[name]
+            self.queues[name] = QueueAttr(
+                name=name,
+                weight=queue.weight,
+                real_capability=_real_capability(queue, total, guarantees),
+                guarantee=queue.guarantee or Resource(),
+                allocated=held.allocated,
+                request=held.request,
+                inqueue=held.inqueue,
+                elastic=held.elastic,
+            )
         water_fill(list(self.queues.values()), total)
 
     def on_session_open(self, ssn: Session) -> None:

@@ -516,3 +516,66 @@ def test_missing_file_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     code = main(["simulate", "-f", str(tmp_path / "nope.yaml")])
     err = capsys.readouterr().err
     assert code == 2 and "nope.yaml: cannot read" in err
+
+
+QUEUE = """apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {{name: {name}}}
+spec: {spec}
+"""
+GROUP = QUEUE.format(name="group", spec="{deserved: {nvidia.com/a100: 4}, capability: {cpu: '8'}}")
+
+
+@pytest.mark.parametrize(
+    ("content", "where", "expected"),
+    [
+        (
+            QUEUE.format(name="proj", spec="{parent: nowhere}"),
+            "Queue proj",
+            "refused by admission: spec.parent: queue 'nowhere' does not exist",
+        ),
+        (
+            QUEUE.format(name="a", spec="{parent: b}")
+            + "---\n"
+            + QUEUE.format(name="b", spec="{parent: a}"),
+            "Queue a",
+            "spec.parent: the queues' parents form a cycle (a -> b -> a)",
+        ),
+        (
+            QUEUE.format(
+                name="q", spec="{deserved: {cpu: '1'}, guarantee: {resource: {cpu: '2'}}}"
+            ),
+            "Queue q",
+            "spec.deserved.cpu 1 is less than spec.guarantee.resource.cpu 2",
+        ),
+        (
+            QUEUE.format(
+                name="q", spec="{deserved: {nvidia.com/h100: 8}, capability: {nvidia.com/h100: 4}}"
+            ),
+            "Queue q",
+            "spec.deserved.nvidia.com/h100 8 is more than spec.capability.nvidia.com/h100 4",
+        ),
+        (
+            GROUP
+            + "---\n"
+            + QUEUE.format(name="p1", spec="{parent: group, deserved: {nvidia.com/a100: 3}}")
+            + "---\n"
+            + QUEUE.format(name="p2", spec="{parent: group, deserved: {nvidia.com/a100: 2}}"),
+            "Queue group",
+            "spec.deserved: its child queues (p1, p2) together are given more than it has "
+            "(nvidia.com/a100 5 > 4)",
+        ),
+        (
+            GROUP
+            + "---\n"
+            + QUEUE.format(name="p", spec="{parent: group, capability: {cpu: '9'}}"),
+            "Queue p",
+            "spec.capability.cpu 9 is more than 8, the capability of ancestor queue 'group'",
+        ),
+    ],
+)
+def test_a_bad_queue_tree_is_refused_naming_the_queue_and_the_rule(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str, where: str, expected: str
+) -> None:
+    bad, err = refused(capsys, tmp_path, "binpack.yaml", content)
+    assert f"{bad}: {where}: " in err and expected in err, err

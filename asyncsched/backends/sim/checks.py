@@ -15,6 +15,7 @@ from typing import Any
 from asyncsched.api import Command, Job, Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.queue_rules import queue_problems, queue_tree_problems
 from asyncsched.api.topology import HyperNode, hypernode_problems
 from asyncsched.api.validation import metadata_problems
 from asyncsched.backends.sim.fields import (
@@ -51,8 +52,10 @@ def check_object(obj: SimObject, where: str) -> None:
     )
     if isinstance(obj, PodGroup):
         problems += _podgroup_problems(obj)
-    elif isinstance(obj, Queue) and not 0 <= obj.spec.weight <= MAX_QUEUE_WEIGHT:
-        problems.append(f"spec.weight {obj.spec.weight} must be from 1 to {MAX_QUEUE_WEIGHT}")
+    elif isinstance(obj, Queue):
+        if not 0 <= obj.spec.weight <= MAX_QUEUE_WEIGHT:
+            problems.append(f"spec.weight {obj.spec.weight} must be from 1 to {MAX_QUEUE_WEIGHT}")
+        problems += queue_problems(obj)
     elif isinstance(obj, HyperNode):
         problems += hypernode_problems(obj)
     if problems:
@@ -151,6 +154,7 @@ def check_workloads(manifests: Sequence[Manifest]) -> None:
                 children[parent] = children.get(parent, 0) + 1
         elif isinstance(m.obj, Job):
             jobs.add((m.obj.metadata.namespace, m.obj.metadata.name))
+    _check_queue_tree(manifests)
     for m in manifests:
         _check_priority_classes(m, classes)
         _check_queue_names(m, queues)
@@ -169,6 +173,17 @@ def check_workloads(manifests: Sequence[Manifest]) -> None:
                 raise ManifestError(
                     f"{m.source}: targets {target.kind} {target.name!r}, which is not declared"
                 )
+
+
+def _check_queue_tree(manifests: Sequence[Manifest]) -> None:
+    """Volcano's queue webhook: parents exist, form no cycle, stand at most 5 levels below
+    root; children fit within their parent's deserved, guarantee and capability."""
+    queues = [m for m in manifests if isinstance(m.obj, Queue)]
+    problems = queue_tree_problems([m.obj for m in queues if isinstance(m.obj, Queue)])
+    for m in queues:
+        found = problems.get(m.obj.metadata.name)
+        if found:
+            raise ManifestError(f"{m.source}: refused by admission: " + "; ".join(found))
 
 
 def _check_priority_classes(m: Manifest, declared: set[str]) -> None:

@@ -265,6 +265,51 @@ def reasons_by_name(ledger: Ledger) -> dict[PodKey, str]:
     return dict(ledger.reasons_by_name)
 
 
+class QueuesWithinCapability(Invariant):
+    """Under the capacity plugin, what the pods of a queue hold never exceeds the queue's
+    capability in any resource it bounds (cpu and memory only when above 0); in a
+    hierarchy, the pods of the queue's whole subtree count. With no guarantees declared
+    (the generated queues declare none) that capability is the queue's real capability."""
+
+    name = "queue capability"
+
+    def __init__(self, queues: Mapping[str, tuple[str, Mapping[str, int]]], tree: bool) -> None:
+        self.queues = queues
+        """Name -> (parent, declared capability in units)."""
+        self.tree = tree
+
+    def _path(self, queue: str) -> list[str]:
+        path, seen = [queue], {queue}
+        while self.tree:
+            parent = self.queues.get(path[-1], ("", {}))[0]
+            if not parent or parent in seen or parent not in self.queues:
+                break
+            path.append(parent)
+            seen.add(parent)
+        return path
+
+    def at_instant_end(self, ledger: Ledger) -> None:
+        held: dict[str, dict[str, int]] = {}
+        for pod in ledger.pods.values():
+            if not pod.holds_node or pod.facts is None or not pod.facts.queue:
+                continue
+            for queue in self._path(pod.facts.queue):
+                into = held.setdefault(queue, {})
+                for r, v in pod.facts.requests.items():
+                    into[r] = into.get(r, 0) + v
+        for queue, amounts in sorted(held.items()):
+            capability = self.queues.get(queue, ("", {}))[1]
+            for r, limit in sorted(capability.items()):
+                if r in ("cpu", "memory") and limit <= 0:
+                    continue
+                if amounts.get(r, 0) > limit:
+                    self.fail(
+                        ledger,
+                        f"Queue {queue}",
+                        f"its pods hold {r} {amounts[r]} > capability {limit}",
+                    )
+
+
 class RunEnds(Invariant):
     """The run ends by itself (done, settled, deadlock or stuck), its verdict agrees with the
     events, and it takes at most ``per_instant`` sessions for each instant with events.

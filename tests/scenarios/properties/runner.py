@@ -10,13 +10,16 @@ from pathlib import Path
 
 import msgspec
 
+from asyncsched.api import Queue
+from asyncsched.api.quantity import to_units
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim import Outcome, Simulation
 from asyncsched.backends.sim.manifests import check_references, parse_manifests
+from asyncsched.backends.sim.objects import Manifest
 from asyncsched.framework import Registry
 from asyncsched.model import kernels
 from tests.scenarios.properties.checker import Checker
-from tests.scenarios.properties.invariants import Violation
+from tests.scenarios.properties.invariants import QueuesWithinCapability, Violation
 from tests.scenarios.properties.world import SimWorld
 
 __all__ = ["Run", "kernels_used", "simulate"]
@@ -61,11 +64,26 @@ def simulate(
     sim = Simulation(manifests, source, on_event=on_event)
     if checked:
         checker = Checker(SimWorld(sim))
+        if config is not None and config.startswith("capacity"):
+            checker.invariants.append(capacity_invariant(manifests, "hierarchy" in config))
     with _wall_clock_limit(wall_seconds, sim):
         outcome = sim.run(until=horizon)
     if checker is not None:
         checker.finish(outcome)
     return Run(outcome, b"".join(lines))
+
+
+def capacity_invariant(manifests: list[Manifest], tree: bool) -> QueuesWithinCapability:
+    """Queue capabilities hold, from the Queues of the input."""
+    queues = {
+        m.obj.metadata.name: (
+            m.obj.spec.parent,
+            {r: to_units(r, q) for r, q in m.obj.spec.capability.items()},
+        )
+        for m in manifests
+        if isinstance(m.obj, Queue)
+    }
+    return QueuesWithinCapability(queues, tree)
 
 
 @contextmanager

@@ -61,6 +61,8 @@ class Cluster:
     queues: list[str]
     priority_classes: list[str]
     names: Names
+    leaf_queues: list[str]
+    """Queues without child queues: a Volcano Job may only name one of these."""
 
 
 def submit_times() -> st.SearchStrategy[float]:
@@ -101,9 +103,24 @@ def _node(draw: st.DrawFn, name: str) -> dict[str, Any]:
 
 
 @st.composite
-def _queue(draw: st.DrawFn, name: str) -> dict[str, Any]:
+def _queue(draw: st.DrawFn, name: str, parents: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """A queue, at the top or below one of ``parents`` (name -> its capability). A child
+    is capable of no more than its parent and deserves nothing (Volcano's webhook wants a
+    child's deserved within its parent's), so every tree drawn is one Volcano admits."""
     spec: dict[str, Any] = {"weight": draw(st.integers(1, 5))}
+    parent = draw(st.sampled_from(["", *parents])) if parents else ""
     capability = _quantity_map(draw, {"cpu": ("0", "1", "2", "4"), GPU: ("0", "1", "2")})
+    if parent:
+        spec["parent"] = parent
+        above = parents[parent]
+        capability = {
+            r: v for r, v in capability.items() if r not in above or int(v) <= int(above[r])
+        }
+    elif draw(st.booleans()):
+        deserved = _quantity_map(draw, {"cpu": ("1", "2"), GPU: ("1",)})
+        spec["deserved"] = {
+            r: v for r, v in deserved.items() if r not in capability or int(v) <= int(capability[r])
+        }
     if capability:
         spec["capability"] = capability
     if draw(st.booleans()):
@@ -121,10 +138,23 @@ def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
     names = Names()
     docs = [draw(_node(names.new("node-"))) for _ in range(draw(st.integers(1, max_nodes)))]
     queues = ["default"]
-    for _ in range(draw(st.integers(0, 2))):
+    parents: dict[str, dict[str, str]] = {}
+    leaves = ["default"]
+    for _ in range(draw(st.integers(0, 3))):
         name = names.new("q")
-        docs.append(draw(_queue(name)))
+        doc = draw(_queue(name, parents))
+        docs.append(doc)
         queues.append(name)
+        leaves.append(name)
+        parent = doc["spec"].get("parent")
+        if parent in leaves:
+            leaves.remove(parent)
+        # What bounds a child's capability: the nearest ancestor's that is above 0.
+        own = doc["spec"].get("capability", {})
+        parents[name] = {
+            **parents.get(parent or "", {}),
+            **{r: v for r, v in own.items() if int(v) > 0},
+        }
     classes = []
     for value in draw(st.lists(st.sampled_from((1000, 10, -5)), unique=True, max_size=2)):
         name = names.new("prio")
@@ -138,7 +168,7 @@ def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
             doc["globalDefault"] = True
         docs.append(doc)
         classes.append(name)
-    return Cluster(docs, queues, classes, names)
+    return Cluster(docs, queues, classes, names, leaves)
 
 
 @st.composite

@@ -284,3 +284,28 @@ def test_later_capabilities_add_their_own_invariants() -> None:
         NoDoubleBinding,
         PendingPodsHaveReasons,
     ]
+
+
+def test_queue_capability_invariant_holds_and_catches_a_queue_beyond_it() -> None:
+    from asyncsched.backends.config_source import ConfigSource
+    from asyncsched.backends.sim import Simulation
+    from asyncsched.backends.sim.manifests import parse_manifests
+    from asyncsched.framework import Registry
+    from tests.scenarios.properties.checker import Checker
+    from tests.scenarios.properties.invariants import QueuesWithinCapability, Violation
+    from tests.scenarios.properties.runner import CONFIGS, capacity_invariant
+    from tests.scenarios.properties.world import SimWorld
+
+    text = (CONFIGS / "capacity-capability.yaml").read_text()
+
+    def run(invariant: QueuesWithinCapability | None) -> None:
+        manifests = parse_manifests(text, "capacity-capability.yaml")
+        source = ConfigSource(Registry(), CONFIGS / "capacity-config.yaml")
+        fed: list[Checker] = []
+        sim = Simulation(manifests, source, on_event=lambda e: fed[0].feed(e))
+        fed.append(Checker(SimWorld(sim), [invariant or capacity_invariant(manifests, False)]))
+        fed[0].finish(sim.run(until=1000))
+
+    run(None)  # the queue holds 2 GPUs at most: its capability
+    with pytest.raises(Violation, match=r"nvidia\.com/gpu 2 > capability 1"):
+        run(QueuesWithinCapability({"capped": ("", {"nvidia.com/gpu": 1})}, tree=False))

@@ -24,7 +24,9 @@ from tests.scenarios.properties.runner import kernels_used, simulate
 from tests.scenarios.properties.workloads import Input, inputs
 
 ROOT = Path(__file__).resolve().parents[3]
-CONFIGS = st.sampled_from([None, "binpack-config.yaml"])
+CONFIGS = st.sampled_from(
+    [None, "binpack-config.yaml", "capacity-config.yaml", "capacity-hierarchy-config.yaml"]
+)
 
 
 @given(inputs(), CONFIGS)

@@ -167,7 +167,7 @@ def _job(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     if draw(st.booleans()):
         spec["minAvailable"] = draw(st.integers(0, total))
     if draw(st.booleans()):
-        spec["queue"] = draw(st.sampled_from(cluster.queues))
+        spec["queue"] = draw(st.sampled_from(cluster.leaf_queues))
     retries = draw(st.sampled_from((None, 0, 1, 3)))
     if retries is not None:
         spec["maxRetry"] = retries

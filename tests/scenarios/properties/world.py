@@ -16,7 +16,7 @@ needs the larger of that and its biggest init container, plus overhead.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queue, to_units
@@ -45,6 +45,8 @@ class PodFacts:
     required_terms: tuple[Mapping[str, Any], ...] = ()
     """Required node affinity: nodeSelectorTerms (ORed), each with matchExpressions."""
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    queue: str = ""
+    """Its PodGroup's queue ('' when the world does not say)."""
 
     @property
     def best_effort(self) -> bool:
@@ -162,7 +164,13 @@ class SimWorld:
 
     def pod(self, namespace: str, name: str) -> PodFacts | None:
         pod = self.sim.store.get(Pod, f"{namespace}/{name}")
-        return pod_facts(pod, self.scheduler_names) if pod is not None else None
+        if pod is None:
+            return None
+        facts = pod_facts(pod, self.scheduler_names)
+        group = self.sim.store.get(PodGroup, f"{namespace}/{facts.group}") if facts.group else None
+        if group is not None:
+            facts = replace(facts, queue=group.spec.queue or "default")
+        return facts
 
     def node(self, name: str) -> NodeFacts | None:
         node = self.sim.store.get(Node, name)

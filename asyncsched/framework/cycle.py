@@ -145,13 +145,19 @@ def _run_session(
 def _report_jobs(ssn: Session) -> None:
     """PodGroup status (Volcano's jobStatus) where it changes, and pending reasons.
 
-    Active jobs are reported (and any other a plugin set a condition on); each
+    Active jobs are reported (and any other a plugin set a condition on or an eviction
+    took a task from); each
     one found settled is marked so for the next sessions under this
     configuration (``asyncsched.model.snapshot``).
     """
     jobs = ssn.active_jobs
-    extra = [ssn.jobs[uid] for uid in ssn.job_conditions if uid not in jobs and uid in ssn.jobs]
-    for job in [*jobs.values(), *extra]:
+    others = dict.fromkeys([*ssn.job_conditions, *sorted(ssn.evicted_from)])
+    extra = [ssn.jobs[uid] for uid in others if uid not in jobs and uid in ssn.jobs]
+    reported = [*jobs.values(), *extra]
+    if extra:  # in snapshot order, as if every job had been active (rare: costs O(jobs))
+        at = {uid: i for i, uid in enumerate(ssn.jobs)}
+        reported.sort(key=lambda job: at[job.uid])
+    for job in reported:
         condition = ssn.job_conditions.get(job.uid)
         gang_message = (
             condition.message if condition is not None and condition.type == UNSCHEDULABLE else ""

@@ -101,6 +101,9 @@ class Session:
         self.gang_attempts: dict[str, GangAttempt] = {}
         self.job_conditions: dict[str, Condition] = {}
         """The PodGroup condition a plugin set this session (gang: Unschedulable or Scheduled)."""
+        self.evicted_from: set[str] = set()
+        """Jobs a committed statement evicted from (written by ``Statement.commit``): their
+        PodGroup status is reported even when they were settled (not in ``active_jobs``)."""
         self.event_handlers: list[tuple[str, EventHandler]] = []
         self.scratch: dict[str, Any] = {}
         """Per-session caches of actions and plugins (equivalence classes), keyed by owner."""

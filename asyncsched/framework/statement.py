@@ -126,6 +126,7 @@ class Statement:
                     node.add_task(task)
                 result.binds.append(Bind(task.uid, task.namespace, task.name, op.node.name))
             elif op.op is _Op.EVICT:
+                self.ssn.evicted_from.add(task.job)
                 result.evictions.append(
                     Eviction(task.uid, task.namespace, task.name, op.reason, op.preemptor)
                 )

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from asyncsched.api import Condition
-from asyncsched.framework import dispatch
+from asyncsched.framework import calls, dispatch
 from asyncsched.framework.conf import PluginOption, SchedulerConfiguration
 from asyncsched.framework.hooks import (
     ALLOCATABLE,
@@ -109,6 +109,7 @@ class Session:
         self._tiers_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self._disabled: set[str] = set()
         self._runners: dict[str, Callable[..., Any]] = {}
+        self._modes = calls.Modes.from_environment()
         flags = snapshot.node_flags
         if flags is None:  # a snapshot made by hand: check and derive what the cache's has
             self.node_list.sort(key=lambda n: n.row)
@@ -147,18 +148,32 @@ class Session:
         return run(*args)
 
     def _runner(self, hook: Hook[Any]) -> Callable[..., Any]:
-        """The hook's rule bound to this session's callbacks (its fast path when it has one),
-        built once and kept until a registration or a failure changes the callbacks."""
+        """The hook's rule bound to this session's callbacks (its fast path when it has one
+        and no call mode is on), built once and kept until a registration or a failure
+        changes the callbacks."""
         tiers = self._tiers(hook)
-        fast = dispatch.FAST_PATHS.get(hook.rule)
+        failed = functools.partial(self._failed, hook)
+        fast = dispatch.FAST_PATHS.get(hook.rule) if self._modes.plain else None
         run: Callable[..., Any]
         if fast is not None:
-            flat = [pair for tier in tiers for pair in tier]
-            run = fast(flat, functools.partial(self._failed, hook))
+            run = fast([pair for tier in tiers for pair in tier], failed)
         else:
-            run = functools.partial(hook.rule, tiers, self._caller(hook))
+            call = calls.caller(hook, failed, self._modes, self._state_mark)
+            run = functools.partial(hook.rule, tiers, call)
         self._runners[hook.name] = run
         return run
+
+    def _state_mark(self) -> tuple[int, ...]:
+        """What a question may not change: the node table and the decisions so far."""
+        result, table = self.result, self.table
+        return (
+            table.version,
+            table.epoch,
+            len(result.binds),
+            len(result.evictions),
+            len(result.nominations),
+            len(result.enqueued),
+        )
 
     def _tiers(self, hook: Hook[Any]) -> list[list[tuple[str, Callable[..., Any]]]]:
         cached = self._tiers_cache.get(hook.name)
@@ -176,16 +191,6 @@ class Session:
         tiers = [t for t in tiers if t]
         self._tiers_cache[hook.name] = tiers
         return tiers
-
-    def _caller(self, hook: Hook[Any]) -> dispatch.Call:
-        def call(plugin: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-            try:
-                return fn(*args)
-            except Exception as exc:  # a plugin must never take the scheduler down
-                self.plugin_failed(plugin, hook.name, exc)
-                return dispatch.FAILED
-
-        return call
 
     def _failed(self, hook: Hook[Any], plugin: str, exc: Exception) -> None:
         self.plugin_failed(plugin, hook.name, exc)
@@ -299,9 +304,11 @@ class Session:
         scorer is a RowScorer that can say every node's score (and no per-node
         scorer runs), their rows add up to what ``node_scores`` gives for any
         candidate set (tests/unit/framework/test_fast_paths.py). The array may be
-        a scorer's own cache: read it, never write it.
+        a scorer's own cache: read it, never write it. With a call mode on
+        (``asyncsched.framework.calls``) it is None, so every score is asked through
+        ``node_scores``.
         """
-        if self.has(NODE_ORDER):
+        if self.has(NODE_ORDER) or not self._modes.plain:
             return None
         total: FloatArray | None = None
         for tier in self._tiers(BATCH_NODE_ORDER):

@@ -24,6 +24,8 @@ A hook's contract says everything a plugin author and the framework rely on:
 
 A plugin that raises is never fatal: it has no opinion, is reported
 (``SessionResult.failures``) and is dropped for the rest of the session.
+``ASYNCSCHED_TRACE_HOOKS=1`` logs every callback call at DEBUG on the
+``asyncsched.hooks`` logger (:mod:`asyncsched.framework.calls`).
 
 Rules:
 

@@ -65,7 +65,7 @@ def test_the_module_docs_name_every_rule_and_the_contract_parts() -> None:
         assert f"``{rule.__name__}``" in text, f"{rule.__name__} is not described"
     for part in ("flag", "rule", "answers", "mutates", "cheap"):
         assert f"``{part}``" in text
-    assert calls.CHECK_ENV in text
+    assert calls.CHECK_ENV in text and calls.TRACE_ENV in text
 
 
 def test_every_rule_is_used_by_a_hook() -> None:

@@ -150,18 +150,19 @@ def _report_jobs(ssn: Session) -> None:
     configuration (``asyncsched.model.snapshot``).
     """
     jobs = ssn.active_jobs
-    extra = [ssn.jobs[uid] for uid in ssn.job_conditions if uid not in jobs and uid in ssn.jobs]
+    conditions = ssn.podgroup_conditions
+    extra = [ssn.jobs[uid] for uid in conditions.by_job if uid not in jobs and uid in ssn.jobs]
     for job in [*jobs.values(), *extra]:
-        condition = ssn.job_conditions.get(job.uid)
+        condition = conditions.get(job.uid)
         gang_message = (
             condition.message if condition is not None and condition.type == UNSCHEDULABLE else ""
         )
         pending = job.tasks_in(TaskStatus.PENDING)
         # Tasks of the job that were not tried this session wait for the same reason as
         # the first one that was (Volcano gives every pending task the job's fit error).
-        job_errors = next((e for t in pending if (e := ssn.fit_errors.get(t.uid))), None)
+        job_errors = next((e for t in pending if (e := ssn.fit_failures.get(t.uid))), None)
         for task in pending:
-            errors = ssn.fit_errors.get(task.uid)
+            errors = ssn.fit_failures.get(task.uid)
             if errors is not None:
                 message = errors.message()
             else:

@@ -11,11 +11,10 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from asyncsched.api import Condition
 from asyncsched.framework import calls, dispatch
 from asyncsched.framework.conf import PluginOption, SchedulerConfiguration
 from asyncsched.framework.hooks import (
@@ -45,7 +44,9 @@ from asyncsched.framework.hooks import (
     ValidateResult,
 )
 from asyncsched.framework.plugin import Plugin
-from asyncsched.framework.results import FitErrors, PluginFailure, SessionResult
+from asyncsched.framework.results import PluginFailure, SessionResult
+from asyncsched.framework.state import Slot
+from asyncsched.framework.waiting import FitFailures, GangAttempt, PodGroupConditions, UndoneGangs
 from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
 from asyncsched.model.books import SettledTotals
 
@@ -53,6 +54,7 @@ __all__ = ["EventHandler", "GangAttempt", "HeapEntry", "OrderKey", "Session"]
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -61,15 +63,6 @@ class EventHandler:
 
     on_allocate: Callable[[TaskInfo], None] | None = None
     on_deallocate: Callable[[TaskInfo], None] | None = None
-
-
-@dataclass
-class GangAttempt:
-    """How far allocate got with a job it had to give back: for the pending reason."""
-
-    fitted: int
-    needed: int
-    fit_errors: FitErrors | None
 
 
 class Session:
@@ -99,12 +92,14 @@ class Session:
             p.name: p for tier in configuration.tiers for p in tier.plugins
         }
         self.result = SessionResult()
-        self.fit_errors: dict[str, FitErrors] = {}
-        self.gang_attempts: dict[str, GangAttempt] = {}
-        self.job_conditions: dict[str, Condition] = {}
-        """The PodGroup condition a plugin set this session (gang: Unschedulable or Scheduled)."""
-        self.scratch: dict[str, Any] = {}
-        """Per-session caches of actions and plugins (equivalence classes), keyed by owner."""
+        self.fit_failures = FitFailures()
+        """Why tasks fit no node (``asyncsched.framework.waiting``: who writes, who reads)."""
+        self.undone_gangs = UndoneGangs()
+        """Jobs allocate placed in part and gave back, with how far it got."""
+        self.podgroup_conditions = PodGroupConditions()
+        """The PodGroup condition the gang plugin settled on for each job."""
+        self._slots: dict[Slot[Any], Any] = {}
+        self._zero_scores: FloatArray | None = None
         self._registered: dict[str, dict[str, Callable[..., Any]]] = {}
         self._tiers_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self._disabled: set[str] = set()
@@ -325,10 +320,9 @@ class Session:
                     return None
                 total = found if total is None else total + found
         if total is None:
-            zeros = self.scratch.get("zero_scores")
-            if zeros is None:
-                zeros = self.scratch["zero_scores"] = np.zeros(len(self.node_list))
-            total = zeros
+            if self._zero_scores is None:
+                self._zero_scores = np.zeros(len(self.node_list))
+            total = self._zero_scores
         return total
 
     # -- victims -----------------------------------------------------------------
@@ -350,6 +344,14 @@ class Session:
         self.call(ON_DEALLOCATE, task)
 
     # -- lookups -----------------------------------------------------------------
+
+    def state(self, slot: Slot[T]) -> T:
+        """This session's value of a module's slot (``asyncsched.framework.state``), made by
+        ``slot.make()`` on first use."""
+        found = self._slots.get(slot)
+        if found is None:
+            found = self._slots[slot] = slot.make()
+        return cast(T, found)
 
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
         return self.queues.get(job.queue)

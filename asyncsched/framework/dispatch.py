@@ -6,7 +6,8 @@ A rule receives the registered callbacks grouped by tier, as
 the plugin's failures contained: ``call`` returns ``FAILED`` when the plugin
 raised, and a failed plugin counts as having no opinion. Every hook names its
 rule (``Hook.rule``) and ``Session.call`` applies it; nothing else combines
-plugins' answers.
+plugins' answers but the fast paths below and ``Session.all_node_scores``
+(RowScorer rows), each tested against its rule.
 
 A rule that does not look at tier boundaries may also have a *fast path*,
 registered here against it (``FAST_PATHS``): the same loop over the callbacks

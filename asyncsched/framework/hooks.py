@@ -8,19 +8,27 @@ A hook's contract says everything a plugin author and the framework rely on:
   :mod:`asyncsched.framework.dispatch`. ``Session.call(hook, *args)`` applies it
   over the enabled plugins, tiers in order and, within a tier, plugins in
   configuration order; the Session's named methods (``job_order``,
-  ``predicate``, ``fire_allocate``...) are that call.
+  ``predicate``, ``fire_allocate``...) are that call (the orders add a
+  fallback for when no plugin decides; ``node_scores`` adds the batch and the
+  per-node scores). The hottest rules run as fast paths registered against
+  them (``dispatch.FAST_PATHS``), and ``Session.all_node_scores`` reads
+  RowScorers' rows; tests/unit/framework/test_fast_paths.py checks that each
+  answers as its rule.
 - ``answers``: what a callback may return (:mod:`asyncsched.framework.answers`).
   With ``ASYNCSCHED_CHECK_HOOKS=1`` every answer is checked; one outside the
   contract counts as the plugin failing.
-- ``mutates``: whether a callback may change state. Only event hooks may (they
-  keep their plugin's accounting, e.g. a queue's allocated share). Every other
-  hook is a question: asking it changes nothing, so a rule may stop asking
-  early and a fast path may ask fewer plugins. Checking mode verifies that a
+- ``mutates``: whether a callback may change state that answers depend on.
+  Only the event hooks may (``job_enqueued``, ``on_allocate``,
+  ``on_deallocate``: they keep their plugin's accounting, e.g. a queue's
+  allocated share). Every other hook is a question: it may fill a cache but
+  changes nothing, because which callbacks are asked depends on the others'
+  answers (a rule stops at the first decisive one) and on the path (the
+  RowScorer fast path asks ``all_rows`` instead). Checking mode verifies that a
   question left the node table and the session's decisions untouched.
 - ``cheap``: called in an inner loop (per task x node, per order comparison or
-  per placed task), so a callback must answer in constant time; precompute in
-  ``on_session_open``. The others run once per task, job or queue and may do
-  vectorised work over the node list.
+  per placed task), so a callback must answer without work that grows with
+  the cluster; precompute in ``on_session_open``. The others run once per
+  task, job or queue and may do vectorised work over the node list.
 
 A plugin that raises is never fatal: it has no opinion, is reported
 (``SessionResult.failures``) and is dropped for the rest of the session.
@@ -102,8 +110,8 @@ IntArray = npt.NDArray[np.intp]
 class Hook(Generic[F]):
     """An extension point and its contract (see the module's docstring).
 
-    The contract's parts after ``rule`` are keywords that default to None, so
-    that a hook added without them still builds; tests/unit/framework/
+    ``answers``, ``mutates`` and ``cheap`` are keywords that default to None,
+    so that a hook added without them still builds; tests/unit/framework/
     test_hook_contracts.py fails until every part is given.
     """
 

@@ -103,7 +103,7 @@ class Session:
         self._registered: dict[str, dict[str, Callable[..., Any]]] = {}
         self._tiers_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self._disabled: set[str] = set()
-        self._runners: dict[str, Callable[..., Any]] = {}
+        self._runners: dict[Hook[Any], Callable[..., Any]] = {}
         self._modes = calls.Modes.from_environment()
         flags = snapshot.node_flags
         if flags is None:  # a snapshot made by hand: check and derive what the cache's has
@@ -120,7 +120,7 @@ class Session:
         """Register ``fn`` as ``plugin``'s answer to ``hook``."""
         self._registered.setdefault(hook.name, {})[plugin] = fn
         self._tiers_cache.pop(hook.name, None)
-        self._runners.pop(hook.name, None)
+        self._runners.pop(hook, None)
 
     def add_event_handler(self, plugin: str, handler: EventHandler) -> None:
         """Register a plugin's allocate and deallocate handlers (ON_ALLOCATE, ON_DEALLOCATE)."""
@@ -137,7 +137,7 @@ class Session:
         """The plugins' combined answer to ``hook``: its rule over the enabled callbacks,
         by tier. A plugin that raises has no opinion; it is reported and dropped for
         the rest of the session (``plugin_failed``)."""
-        run = self._runners.get(hook.name)
+        run = self._runners.get(hook)
         if run is None:
             run = self._runner(hook)
         return run(*args)
@@ -155,7 +155,7 @@ class Session:
         else:
             call = calls.caller(hook, failed, self._modes, self._state_mark)
             run = functools.partial(hook.rule, tiers, call)
-        self._runners[hook.name] = run
+        self._runners[hook] = run
         return run
 
     def _state_mark(self) -> tuple[int, ...]:
@@ -205,25 +205,19 @@ class Session:
 
         When no plugin decides: older first, then by uid (deterministic).
         """
-        return (
-            self.call(JOB_ORDER, left, right)
-            or _before((left.creation, left.uid), (right.creation, right.uid))
-        ) < 0
+        decided: int = self.call(JOB_ORDER, left, right)
+        return decided < 0 if decided else (left.creation, left.uid) < (right.creation, right.uid)
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> bool:
         """True if ``left`` should be served before ``right`` (else older, then by name)."""
-        return (
-            self.call(QUEUE_ORDER, left, right)
-            or _before((left.creation, left.name), (right.creation, right.name))
-        ) < 0
+        decided: int = self.call(QUEUE_ORDER, left, right)
+        return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
 
     def task_order(self, left: TaskInfo, right: TaskInfo) -> bool:
         """True if ``left`` should be placed before ``right`` (tasks of one job; else older,
         then by name)."""
-        return (
-            self.call(TASK_ORDER, left, right)
-            or _before((left.creation, left.name), (right.creation, right.name))
-        ) < 0
+        decided: int = self.call(TASK_ORDER, left, right)
+        return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
 
     def job_key(self) -> Callable[[JobInfo], OrderKey]:
         """A sort key that orders jobs by job_order."""
@@ -303,7 +297,7 @@ class Session:
         (``asyncsched.framework.calls``) it is None, so every score is asked through
         ``node_scores``.
         """
-        if self.has(NODE_ORDER) or not self._modes.plain:
+        if self._tiers(NODE_ORDER) or not self._modes.plain:
             return None
         total: FloatArray | None = None
         for tier in self._tiers(BATCH_NODE_ORDER):
@@ -378,11 +372,6 @@ def _partition(
         if key not in active:
             job.touch()
     return snapshot.jobs, {}
-
-
-def _before(left: tuple[Any, ...], right: tuple[Any, ...]) -> int:
-    """The fallback order when no plugin decides: -1 when ``left`` goes first, else 0."""
-    return -1 if left < right else 0
 
 
 class OrderKey:

@@ -137,10 +137,7 @@ class Session:
         """The plugins' combined answer to ``hook``: its rule over the enabled callbacks,
         by tier. A plugin that raises has no opinion; it is reported and dropped for
         the rest of the session (``plugin_failed``)."""
-        run = self._runners.get(hook)
-        if run is None:
-            run = self._runner(hook)
-        return run(*args)
+        return (self._runners.get(hook) or self._runner(hook))(*args)
 
     def _runner(self, hook: Hook[Any]) -> Callable[..., Any]:
         """The hook's rule bound to this session's callbacks (its fast path when it has one

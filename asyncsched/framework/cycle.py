@@ -151,7 +151,7 @@ def _report_jobs(ssn: Session) -> None:
     """
     jobs = ssn.active_jobs
     conditions = ssn.podgroup_conditions
-    extra = [ssn.jobs[uid] for uid in conditions.by_job if uid not in jobs and uid in ssn.jobs]
+    extra = [ssn.jobs[uid] for uid in conditions.by_uid if uid not in jobs and uid in ssn.jobs]
     for job in [*jobs.values(), *extra]:
         condition = conditions.get(job.uid)
         gang_message = (

@@ -8,16 +8,33 @@ module that writes it; everything else reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from asyncsched.api import Condition
 from asyncsched.framework.results import FitErrors
 
 __all__ = ["FitFailures", "GangAttempt", "PodGroupConditions", "UndoneGangs"]
 
+T = TypeVar("T")
 
-@dataclass
-class FitFailures:
+
+class _ByUid(Generic[T]):
+    """Values kept by the uid of the task or job they are about."""
+
+    __slots__ = ("by_uid",)
+
+    def __init__(self) -> None:
+        self.by_uid: dict[str, T] = {}
+
+    def record(self, uid: str, value: T) -> None:
+        self.by_uid[uid] = value
+
+    def get(self, uid: str) -> T | None:
+        return self.by_uid.get(uid)
+
+
+class FitFailures(_ByUid[FitErrors]):
     """Why each task tried this session fits no node, by task uid.
 
     Written only by ``asyncsched.actions.placement`` (``find_node``, and
@@ -26,13 +43,7 @@ class FitFailures:
     the session's job report (each pod's PodScheduled message).
     """
 
-    by_task: dict[str, FitErrors] = field(default_factory=dict)
-
-    def record(self, task_uid: str, errors: FitErrors) -> None:
-        self.by_task[task_uid] = errors
-
-    def get(self, task_uid: str) -> FitErrors | None:
-        return self.by_task.get(task_uid)
+    __slots__ = ()
 
 
 @dataclass
@@ -44,25 +55,17 @@ class GangAttempt:
     fit_errors: FitErrors | None
 
 
-@dataclass
-class UndoneGangs:
+class UndoneGangs(_ByUid[GangAttempt]):
     """The jobs allocate placed in part and then gave back, by job uid.
 
     Written only by ``asyncsched.actions.allocate``. Read by the gang plugin's
     pending message ("3/8 tasks in gang fit: ...").
     """
 
-    by_job: dict[str, GangAttempt] = field(default_factory=dict)
-
-    def record(self, job_uid: str, attempt: GangAttempt) -> None:
-        self.by_job[job_uid] = attempt
-
-    def get(self, job_uid: str) -> GangAttempt | None:
-        return self.by_job.get(job_uid)
+    __slots__ = ()
 
 
-@dataclass
-class PodGroupConditions:
+class PodGroupConditions(_ByUid[Condition]):
     """The PodGroup condition each job should carry after the session, by job uid.
 
     Written only by ``asyncsched.plugins.gang`` when the session closes
@@ -71,10 +74,4 @@ class PodGroupConditions:
     message of pods that have no fit error of their own.
     """
 
-    by_job: dict[str, Condition] = field(default_factory=dict)
-
-    def record(self, job_uid: str, condition: Condition) -> None:
-        self.by_job[job_uid] = condition
-
-    def get(self, job_uid: str) -> Condition | None:
-        return self.by_job.get(job_uid)
+    __slots__ = ()

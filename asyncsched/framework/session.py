@@ -2,7 +2,12 @@
 
 The Session holds no client and does no I/O. Actions read and change the
 snapshot through Statements; what was committed ends up in a SessionResult
-that the shell carries out.
+that the shell carries out. Plugins register callbacks with ``add``; every
+question and event goes through ``call`` (the hook's rule, see
+:mod:`asyncsched.framework.hooks`), and the named methods (``job_order``,
+``allocatable``...) are that call. What the session learns about why pods
+wait is kept in typed owners (:mod:`asyncsched.framework.waiting`), and
+modules' per-session caches in slots (:mod:`asyncsched.framework.state`).
 """
 
 from __future__ import annotations

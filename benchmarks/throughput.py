@@ -166,7 +166,7 @@ AREAS = (
     ("- - batch predicates", "session.py:batch_predicate"),
     ("- Statement.allocate", "statement.py:allocate"),
     ("- Statement.commit", "statement.py:commit"),
-    ("- job/queue/task order", "session.py:_decide"),
+    ("- job order", "session.py:job_order"),
     ("- allocatable", "session.py:allocatable"),
     ("- job_ready", "session.py:job_ready"),
     ("backfill", "backfill.py:execute"),

@@ -7,7 +7,7 @@ releasing resources will make room. The job's decisions live in a Statement
 until the gang is complete (``job_ready``): then they are committed as binds;
 a job that can only wait for releasing resources keeps its promises for this
 session (``job_pipelined``); anything else is undone and remembered in
-``ssn.gang_attempts`` so the pending reason can say how far it got. When
+``ssn.undone_gangs`` so the pending reason can say how far it got. When
 the queue refused the tasks that were missing (``allocatable``), the gang's
 reason also says whether they would have fit any node, since a queue that
 deserves the whole cluster is refused exactly when the cluster is full.
@@ -27,7 +27,7 @@ import logging
 from collections import deque
 from typing import Any, ClassVar
 
-from asyncsched.actions.placement import find_node
+from asyncsched.actions.placement import find_node, share_failure
 from asyncsched.actions.walk import Walk, ordered_tasks
 from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
 from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
@@ -117,12 +117,12 @@ class _Allocation:
             if task.role and task.role in failed_roles:
                 known = failed_roles[task.role]
                 if known is not None:
-                    ssn.fit_errors[task.uid] = known
+                    share_failure(ssn, task, known)
                 first_errors = first_errors or known
                 continue
             placement = find_node(ssn, task)
             if placement is None:
-                errors = ssn.fit_errors.get(task.uid)
+                errors = ssn.fit_failures.get(task.uid)
                 first_errors = first_errors or errors
                 failed_roles.setdefault(task.role, errors)
                 if _need_continue(job, failed_roles):
@@ -143,10 +143,11 @@ class _Allocation:
         elif ssn.job_pipelined(job):
             return stmt
         if first_errors is None and refused is not None and find_node(ssn, refused) is None:
-            first_errors = ssn.fit_errors.get(refused.uid)
-        ssn.gang_attempts[job.uid] = GangAttempt(
+            first_errors = ssn.fit_failures.get(refused.uid)
+        attempt = GangAttempt(
             fitted=ready_before + len(stmt), needed=job.min_available, fit_errors=first_errors
         )
+        ssn.undone_gangs.record(job.uid, attempt)
         stmt.discard()
         return None
 
@@ -166,7 +167,7 @@ class _Allocation:
                 return None
             placement = find_node(ssn, task)
             if placement is None or not placement.fits_idle:
-                return ssn.fit_errors.get(task.uid) or FitErrors(len(ssn.node_list))
+                return ssn.fit_failures.get(task.uid) or FitErrors(len(ssn.node_list))
             stmt.allocate(task, placement.node)
         return None if job.n_ready >= job.min_available else FitErrors(len(ssn.node_list))
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from asyncsched.framework import EventHandler, Session, Statement
+from asyncsched.framework.state import Slot
 from asyncsched.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from asyncsched.model.node_table import Vector
 from asyncsched.model.resource import PODS
@@ -72,10 +73,10 @@ class Guarantees:
     @classmethod
     def of(cls, ssn: Session) -> Guarantees:
         """The session's books (made once, by the first action that evicts)."""
-        found = ssn.scratch.get("guarantees")
-        if not isinstance(found, Guarantees):
-            found = ssn.scratch["guarantees"] = cls(ssn)
-        return found
+        made = ssn.state(_GUARANTEES)
+        if not made:
+            made.append(cls(ssn))
+        return made[0]
 
     def _moved(self, task: TaskInfo, sign: int) -> None:
         job = self.ssn.jobs.get(task.job)
@@ -115,6 +116,11 @@ class _Unit:
     """What evicting them frees on the node being considered."""
     rank: int
     whole: bool
+
+
+_GUARANTEES: Slot[list[Guarantees]] = Slot(
+    __name__, list, "The session's guarantee books: made by the first action that evicts."
+)
 
 
 class RoomMaker:

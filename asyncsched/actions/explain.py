@@ -50,7 +50,7 @@ def waiting_reason(ssn: Session, task: TaskInfo) -> str:
     queue = ssn.queue_of(job)
     placement = find_node(ssn, task)
     if placement is None:
-        errors = ssn.fit_errors.get(task.uid)
+        errors = ssn.fit_failures.get(task.uid)
         return errors.message() if errors is not None else "it fits no node"
     if queue is not None and not ssn.allocatable(queue, task):
         return f"queue {queue.name} may not take it: it would go beyond what the queue deserves"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asyncsched.framework import FitErrors, Session
+from asyncsched.framework import FitErrors, Session, Slot
 from asyncsched.framework.hooks import PREDICATE, BoolArray, FloatArray, IntArray
 from asyncsched.model import NodeInfo, NodeTable, TaskInfo, kernels
 from asyncsched.model.node_table import Vector
@@ -43,6 +43,7 @@ __all__ = [
     "fit_masks",
     "insufficient_counts",
     "insufficient_reason",
+    "share_failure",
 ]
 
 TOO_MANY_PODS = "Too many pods"
@@ -125,7 +126,7 @@ def find_node(
     resources: bool = True,
     extra_failures: Sequence[tuple[str, BoolArray]] = (),
 ) -> Placement | None:
-    """The best node for ``task``, or None after recording why in ``ssn.fit_errors``.
+    """The best node for ``task``, or None after recording why in ``ssn.fit_failures``.
 
     With ``pipeline`` a node also qualifies when the task fits its future idle
     (idle + releasing - pipelined), as Volcano's allocate does; nodes where it
@@ -158,7 +159,7 @@ def find_node(
         total = ssn.all_node_scores(task)
         known = cache.failed.get((id(fit), id(block), pipeline)) if cache.failed else None
         if known is not None and known.matches(table, fit, block):
-            ssn.fit_errors[task.uid] = known.errors  # the class found no node; nothing moved
+            ssn.fit_failures.record(task.uid, known.errors)  # the class found none; nothing moved
             return None
         if total is not None:
             best_now, n_now, best_any, n_open = cache.best(table, n, fit, block, pipeline, total)
@@ -182,7 +183,7 @@ def find_node(
     now: IntArray = np.flatnonzero(open_nodes & fits_idle)
     tier = now if now.size else np.flatnonzero(open_nodes)
     if not tier.size:
-        errors = ssn.fit_errors[task.uid] = _fit_errors(
+        errors = _fit_errors(
             table.dimensions,
             n,
             static_counts,
@@ -192,6 +193,7 @@ def find_node(
             ~fits & ~blocked,
             predicate_counts,
         )
+        ssn.fit_failures.record(task.uid, errors)
         if not per_node:
             if len(cache.failed) > 1024:
                 cache.failed.clear()
@@ -363,12 +365,19 @@ class _ClassCache:
         return entry
 
 
+_CLASSES: Slot[_ClassCache] = Slot(
+    __name__, _ClassCache, "What tasks of one equivalence class share, for the session."
+)
+
+
 def _class_cache(ssn: Session) -> _ClassCache:
-    cache = ssn.scratch.get("placement")
-    if cache is None:
-        cache = ssn.scratch["placement"] = _ClassCache()
-    assert isinstance(cache, _ClassCache)
-    return cache
+    return ssn.state(_CLASSES)
+
+
+def share_failure(ssn: Session, task: TaskInfo, errors: FitErrors) -> None:
+    """Record that ``task`` fits no node for the reasons a task like it (same role, same
+    request) found this session, without searching again."""
+    ssn.fit_failures.record(task.uid, errors)
 
 
 def _fit_errors(

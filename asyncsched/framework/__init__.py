@@ -11,8 +11,10 @@ from asyncsched.framework.cycle import (
 from asyncsched.framework.hookspecs import hookimpl
 from asyncsched.framework.registry import Registry, RegistryError
 from asyncsched.framework.results import FitErrors, SessionResult
-from asyncsched.framework.session import EventHandler, GangAttempt, Session
+from asyncsched.framework.session import EventHandler, Session
+from asyncsched.framework.state import Slot
 from asyncsched.framework.statement import Statement
+from asyncsched.framework.waiting import FitFailures, GangAttempt, PodGroupConditions, UndoneGangs
 
 __all__ = [
     "ArgumentError",
@@ -20,14 +22,18 @@ __all__ = [
     "ConfigError",
     "EventHandler",
     "FitErrors",
+    "FitFailures",
     "GangAttempt",
     "LoadedConfiguration",
+    "PodGroupConditions",
     "Registry",
     "RegistryError",
     "SchedulerConfiguration",
     "Session",
     "SessionResult",
+    "Slot",
     "Statement",
+    "UndoneGangs",
     "hookimpl",
     "load_configuration",
     "open_session",

@@ -151,23 +151,24 @@ def _report_jobs(ssn: Session) -> None:
     configuration (``asyncsched.model.snapshot``).
     """
     jobs = ssn.active_jobs
-    others = dict.fromkeys([*ssn.job_conditions, *sorted(ssn.evicted_from)])
+    conditions = ssn.podgroup_conditions
+    others = dict.fromkeys([*conditions.by_uid, *sorted(ssn.evicted_from)])
     extra = [ssn.jobs[uid] for uid in others if uid not in jobs and uid in ssn.jobs]
     reported = [*jobs.values(), *extra]
     if extra:  # in snapshot order, as if every job had been active (rare: costs O(jobs))
         at = {uid: i for i, uid in enumerate(ssn.jobs)}
         reported.sort(key=lambda job: at[job.uid])
     for job in reported:
-        condition = ssn.job_conditions.get(job.uid)
+        condition = conditions.get(job.uid)
         gang_message = (
             condition.message if condition is not None and condition.type == UNSCHEDULABLE else ""
         )
         pending = job.tasks_in(TaskStatus.PENDING)
         # Tasks of the job that were not tried this session wait for the same reason as
         # the first one that was (Volcano gives every pending task the job's fit error).
-        job_errors = next((e for t in pending if (e := ssn.fit_errors.get(t.uid))), None)
+        job_errors = next((e for t in pending if (e := ssn.fit_failures.get(t.uid))), None)
         for task in pending:
-            errors = ssn.fit_errors.get(task.uid)
+            errors = ssn.fit_failures.get(task.uid)
             if errors is not None:
                 message = errors.message()
             else:

@@ -1,24 +1,57 @@
-"""The session's extension points and the rules that combine several plugins' answers.
+"""The session's extension points, each with its contract.
 
-Every hook names the configuration flag that switches it per plugin (Volcano's
-``enableJobOrder`` ...; absent means on) and one combination rule. Tiers are
-visited in order; within a tier, plugins in configuration order.
+A hook's contract says everything a plugin author and the framework rely on:
 
-Rules (each is a function in :mod:`asyncsched.framework.dispatch`):
+- ``flag``: the configuration switch that turns the hook on or off per plugin
+  (Volcano's ``enableJobOrder`` ...; absent means on; "" = no switch).
+- ``rule``: how several plugins' answers combine, a function of
+  :mod:`asyncsched.framework.dispatch`. ``Session.call(hook, *args)`` applies it
+  over the enabled plugins, tiers in order and, within a tier, plugins in
+  configuration order; the Session's named methods (``job_order``,
+  ``predicate``, ``fire_allocate``...) are that call (the orders add a
+  fallback for when no plugin decides; ``node_scores`` adds the batch and the
+  per-node scores). The hottest rules run as fast paths registered against
+  them (``dispatch.FAST_PATHS``), and ``Session.all_node_scores`` reads
+  RowScorers' rows; tests/unit/framework/test_fast_paths.py checks that each
+  answers as its rule.
+- ``answers``: what a callback may return (:mod:`asyncsched.framework.answers`).
+  With ``ASYNCSCHED_CHECK_HOOKS=1`` every answer is checked; one outside the
+  contract counts as the plugin failing.
+- ``mutates``: whether a callback may change state that answers depend on.
+  Only the event hooks may (``job_enqueued``, ``on_allocate``,
+  ``on_deallocate``: they keep their plugin's accounting, e.g. a queue's
+  allocated share). Every other hook is a question: it may fill a cache but
+  changes nothing, because which callbacks are asked depends on the others'
+  answers (a rule stops at the first decisive one) and on the path (the
+  RowScorer fast path asks ``all_rows`` instead). Checking mode verifies that a
+  question left the node table and the session's decisions untouched.
+- ``cheap``: called in an inner loop (per task x node, per order comparison or
+  per placed task), so a callback must answer without work that grows with
+  the cluster; precompute in ``on_session_open``. The others run once per
+  task, job or queue and may do vectorised work over the node list.
+
+A plugin that raises is never fatal: it has no opinion, is reported
+(``SessionResult.failures``) and is dropped for the rest of the session.
+``ASYNCSCHED_TRACE_HOOKS=1`` logs every callback call at DEBUG on the
+``asyncsched.hooks`` logger (:mod:`asyncsched.framework.calls`).
+
+Rules:
 
 - ``first_decisive``: orders. The first non-zero comparison wins; 0 = no opinion.
 - ``all_pass``: predicates. Every plugin must pass; the first failure is the reason.
+- ``concat``: batch predicates. Every plugin's failure masks, in tier order; per
+  node, the first mask that fails it gives the reason (``all_pass``, vectorised).
 - ``all_true``: every plugin must say True (job ready, allocatable).
 - ``any_true``: one True is enough (queue overused).
 - ``tier_vote``: votes of -1 (reject), 0 (abstain), +1 (permit). A reject anywhere
   ends it with False; a permit decides True at the end of its tier; no vote is True.
-- ``sum_scores``: node scores add up.
-- ``first_failure``: the first non-None result (job valid).
+- ``sum_scores``: node scores add up (numbers, or arrays over candidate nodes).
+- ``first_failure``: the first result that did not pass (job valid).
 - ``tier_all_true``: the first tier with a plugin decides; all of that tier's
   plugins must say True (job starving).
 - ``intersect_victims``: victims proposed within a tier intersect; the first tier
   that proposes any decides.
-- ``broadcast``: every plugin is called; results are ignored.
+- ``broadcast``: every plugin is called; results are ignored (events).
 """
 
 from __future__ import annotations
@@ -30,11 +63,16 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 import numpy as np
 import numpy.typing as npt
 
+from asyncsched.framework import answers, dispatch
+from asyncsched.framework.answers import Answers, ValidateResult
+from asyncsched.framework.dispatch import Rule
+
 if TYPE_CHECKING:
     from asyncsched.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
 
 __all__ = [
     "ALLOCATABLE",
+    "ALL_HOOKS",
     "BATCH_NODE_ORDER",
     "BATCH_PREDICATE",
     "JOB_ENQUEUEABLE",
@@ -45,6 +83,8 @@ __all__ = [
     "JOB_STARVING",
     "JOB_VALID",
     "NODE_ORDER",
+    "ON_ALLOCATE",
+    "ON_DEALLOCATE",
     "OVERUSED",
     "PREDICATE",
     "PREEMPTABLE",
@@ -66,23 +106,22 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 
 
-@dataclass(frozen=True)
-class ValidateResult:
-    """Why a job may not be scheduled at all this session (gang: too few valid tasks)."""
-
-    passed: bool
-    reason: str = ""
-    message: str = ""
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Hook(Generic[F]):
-    """An extension point: its name, the flag that enables it and how answers combine."""
+    """An extension point and its contract (see the module's docstring).
+
+    ``answers``, ``mutates`` and ``cheap`` are keywords that default to None,
+    so that a hook added without them still builds; tests/unit/framework/
+    test_hook_contracts.py fails until every part is given.
+    """
 
     name: str
     flag: str
-    rule: str
+    rule: Rule
     doc: str
+    answers: Answers | None = None
+    mutates: bool | None = None
+    cheap: bool | None = None
 
 
 # -- ordering ---------------------------------------------------------------
@@ -93,20 +132,29 @@ TaskOrderFn = Callable[["TaskInfo", "TaskInfo"], int]
 JOB_ORDER: Hook[JobOrderFn] = Hook(
     "job_order",
     "enableJobOrder",
-    "first_decisive",
+    dispatch.first_decisive,
     "Compare two jobs: negative if the first goes first, 0 for no opinion.",
+    answers=answers.COMPARISON,
+    mutates=False,
+    cheap=True,
 )
 QUEUE_ORDER: Hook[QueueOrderFn] = Hook(
     "queue_order",
     "enableQueueOrder",
-    "first_decisive",
+    dispatch.first_decisive,
     "Compare two queues: negative if the first is served first, 0 for no opinion.",
+    answers=answers.COMPARISON,
+    mutates=False,
+    cheap=True,
 )
 TASK_ORDER: Hook[TaskOrderFn] = Hook(
     "task_order",
     "enableTaskOrder",
-    "first_decisive",
+    dispatch.first_decisive,
     "Compare two tasks of one job: negative if the first is placed first.",
+    answers=answers.COMPARISON,
+    mutates=False,
+    cheap=True,
 )
 
 # -- placement --------------------------------------------------------------
@@ -118,31 +166,43 @@ BatchNodeOrderFn = Callable[["TaskInfo", IntArray], FloatArray]
 PREDICATE: Hook[PredicateFn] = Hook(
     "predicate",
     "enablePredicate",
-    "all_pass",
-    "Can the task run on the node? None to pass, else a short reason. Must be cheap: "
-    "called for each node that passed the batch predicates and the resource fit.",
+    dispatch.all_pass,
+    "Can the task run on the node? Called for each node that passed the batch "
+    "predicates and the resource fit.",
+    answers=answers.REASON,
+    mutates=False,
+    cheap=True,
 )
 BATCH_PREDICATE: Hook[BatchPredicateFn] = Hook(
     "batch_predicate",
     "enablePredicate",
-    "all_pass",
-    "Vectorised predicate over the session's node list: a list of (reason, failed) "
-    "where failed[i] is True when node i fails for that reason. Node-static checks "
-    "(selectors, affinity, taints) belong here and may be cached per task template.",
+    dispatch.concat,
+    "Vectorised predicate over the session's node list: failed[i] is True when node i "
+    "fails for that reason. Node-static checks (selectors, affinity, taints) belong "
+    "here and may be cached per task template.",
+    answers=answers.FAILURE_MASKS,
+    mutates=False,
+    cheap=False,
 )
 NODE_ORDER: Hook[NodeOrderFn] = Hook(
     "node_order",
     "enableNodeOrder",
-    "sum_scores",
-    "Score one feasible node for the task; higher is better.",
+    dispatch.sum_scores,
+    "Score one feasible node for the task.",
+    answers=answers.SCORE,
+    mutates=False,
+    cheap=True,
 )
 BATCH_NODE_ORDER: Hook[BatchNodeOrderFn] = Hook(
     "batch_node_order",
     "enableNodeOrder",
-    "sum_scores",
+    dispatch.sum_scores,
     "Score the feasible nodes (indices into the session's node list) at once. A callback "
     "may also have an ``all_rows(task)`` method (see RowScorer): the fast path then reads "
     "every node's score from it and never builds the candidate list.",
+    answers=answers.SCORES,
+    mutates=False,
+    cheap=False,
 )
 
 
@@ -174,38 +234,56 @@ JobEventFn = Callable[["JobInfo"], None]
 JOB_VALID: Hook[JobValidFn] = Hook(
     "job_valid",
     "",
-    "first_failure",
-    "None or a passing result if the job may be scheduled this session.",
+    dispatch.first_failure,
+    "May the job be scheduled at all this session (gang: enough valid tasks)?",
+    answers=answers.VALIDATION,
+    mutates=False,
+    cheap=False,
 )
 JOB_READY: Hook[JobPredicateFn] = Hook(
     "job_ready",
     "enableJobReady",
-    "all_true",
-    "Has the job been given enough to bind (its gang is complete)?",
+    dispatch.all_true,
+    "Has the job been given enough to bind (its gang is complete)? Asked after every placed task.",
+    answers=answers.BOOL,
+    mutates=False,
+    cheap=True,
 )
 JOB_PIPELINED: Hook[JobVoteFn] = Hook(
     "job_pipelined",
     "enableJobPipelined",
-    "tier_vote",
+    dispatch.tier_vote,
     "Vote whether a job's allocations + pipelined tasks are worth keeping.",
+    answers=answers.VOTE,
+    mutates=False,
+    cheap=False,
 )
 JOB_ENQUEUEABLE: Hook[JobVoteFn] = Hook(
     "job_enqueueable",
     "enableJobEnqueued",
-    "tier_vote",
+    dispatch.tier_vote,
     "Vote whether a Pending job may move to Inqueue.",
+    answers=answers.VOTE,
+    mutates=False,
+    cheap=False,
 )
 JOB_ENQUEUED: Hook[JobEventFn] = Hook(
     "job_enqueued",
     "enableJobEnqueued",
-    "broadcast",
+    dispatch.broadcast,
     "Told when a job moved to Inqueue, so plugins can account for it.",
+    answers=answers.NOTHING,
+    mutates=True,
+    cheap=False,
 )
 JOB_STARVING: Hook[JobPredicateFn] = Hook(
     "job_starving",
     "enableJobStarving",
-    "tier_all_true",
+    dispatch.tier_all_true,
     "Does the job still want resources (for preempt and reclaim)?",
+    answers=answers.BOOL,
+    mutates=False,
+    cheap=False,
 )
 
 # -- queues -----------------------------------------------------------------
@@ -215,30 +293,65 @@ AllocatableFn = Callable[["QueueInfo", "TaskInfo"], bool]
 OVERUSED: Hook[QueuePredicateFn] = Hook(
     "overused",
     "enabledOverused",
-    "any_true",
+    dispatch.any_true,
     "Has the queue used up what it deserves?",
+    answers=answers.BOOL,
+    mutates=False,
+    cheap=False,
 )
 ALLOCATABLE: Hook[AllocatableFn] = Hook(
     "allocatable",
     "enabledAllocatable",
-    "all_true",
-    "May the queue take this task now?",
+    dispatch.all_true,
+    "May the queue take this task now? Asked before every task is placed.",
+    answers=answers.BOOL,
+    mutates=False,
+    cheap=True,
 )
 
 # -- victims ----------------------------------------------------------------
-VictimsFn = Callable[["TaskInfo", list["TaskInfo"]], list["TaskInfo"]]
+VictimsFn = Callable[["TaskInfo", list["TaskInfo"]], list["TaskInfo"] | None]
 
 PREEMPTABLE: Hook[VictimsFn] = Hook(
     "preemptable",
     "enablePreemptable",
-    "intersect_victims",
+    dispatch.intersect_victims,
     "Of these running tasks, which may the preemptor evict?",
+    answers=answers.VICTIMS,
+    mutates=False,
+    cheap=False,
 )
 RECLAIMABLE: Hook[VictimsFn] = Hook(
     "reclaimable",
     "enableReclaimable",
-    "intersect_victims",
+    dispatch.intersect_victims,
     "Of these running tasks of other queues, which may the reclaimer evict?",
+    answers=answers.VICTIMS,
+    mutates=False,
+    cheap=False,
+)
+
+# -- events -----------------------------------------------------------------
+TaskEventFn = Callable[["TaskInfo"], None]
+
+ON_ALLOCATE: Hook[TaskEventFn] = Hook(
+    "on_allocate",
+    "",
+    dispatch.broadcast,
+    "Told of every task a statement allocates or pipelines (or whose eviction it "
+    "undoes), so plugins keep their shares; registered through add_event_handler.",
+    answers=answers.NOTHING,
+    mutates=True,
+    cheap=True,
+)
+ON_DEALLOCATE: Hook[TaskEventFn] = Hook(
+    "on_deallocate",
+    "",
+    dispatch.broadcast,
+    "Told of every task a statement evicts (or whose allocation it undoes).",
+    answers=answers.NOTHING,
+    mutates=True,
+    cheap=True,
 )
 
 ALL_HOOKS: tuple[Hook[Any], ...] = (
@@ -259,4 +372,7 @@ ALL_HOOKS: tuple[Hook[Any], ...] = (
     ALLOCATABLE,
     PREEMPTABLE,
     RECLAIMABLE,
+    ON_ALLOCATE,
+    ON_DEALLOCATE,
 )
+"""Every hook the framework defines, in the order of this module."""

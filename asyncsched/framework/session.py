@@ -2,7 +2,12 @@
 
 The Session holds no client and does no I/O. Actions read and change the
 snapshot through Statements; what was committed ends up in a SessionResult
-that the shell carries out.
+that the shell carries out. Plugins register callbacks with ``add``; every
+question and event goes through ``call`` (the hook's rule, see
+:mod:`asyncsched.framework.hooks`), and the named methods (``job_order``,
+``allocatable``...) are that call. What the session learns about why pods
+wait is kept in typed owners (:mod:`asyncsched.framework.waiting`), and
+modules' per-session caches in slots (:mod:`asyncsched.framework.state`).
 """
 
 from __future__ import annotations
@@ -11,12 +16,11 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from asyncsched.api import Condition
-from asyncsched.framework import dispatch
+from asyncsched.framework import calls, dispatch
 from asyncsched.framework.conf import PluginOption, SchedulerConfiguration
 from asyncsched.framework.hooks import (
     ALLOCATABLE,
@@ -30,6 +34,8 @@ from asyncsched.framework.hooks import (
     JOB_STARVING,
     JOB_VALID,
     NODE_ORDER,
+    ON_ALLOCATE,
+    ON_DEALLOCATE,
     OVERUSED,
     PREDICATE,
     PREEMPTABLE,
@@ -43,7 +49,9 @@ from asyncsched.framework.hooks import (
     ValidateResult,
 )
 from asyncsched.framework.plugin import Plugin
-from asyncsched.framework.results import FitErrors, PluginFailure, SessionResult
+from asyncsched.framework.results import PluginFailure, SessionResult
+from asyncsched.framework.state import Slot
+from asyncsched.framework.waiting import FitFailures, GangAttempt, PodGroupConditions, UndoneGangs
 from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
 from asyncsched.model.books import SettledTotals
 
@@ -51,6 +59,7 @@ __all__ = ["EventHandler", "GangAttempt", "HeapEntry", "OrderKey", "Session"]
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -59,15 +68,6 @@ class EventHandler:
 
     on_allocate: Callable[[TaskInfo], None] | None = None
     on_deallocate: Callable[[TaskInfo], None] | None = None
-
-
-@dataclass
-class GangAttempt:
-    """How far allocate got with a job it had to give back: for the pending reason."""
-
-    fitted: int
-    needed: int
-    fit_errors: FitErrors | None
 
 
 class Session:
@@ -97,21 +97,22 @@ class Session:
             p.name: p for tier in configuration.tiers for p in tier.plugins
         }
         self.result = SessionResult()
-        self.fit_errors: dict[str, FitErrors] = {}
-        self.gang_attempts: dict[str, GangAttempt] = {}
-        self.job_conditions: dict[str, Condition] = {}
-        """The PodGroup condition a plugin set this session (gang: Unschedulable or Scheduled)."""
+        self.fit_failures = FitFailures()
+        """Why tasks fit no node (``asyncsched.framework.waiting``: who writes, who reads)."""
+        self.undone_gangs = UndoneGangs()
+        """Jobs allocate placed in part and gave back, with how far it got."""
+        self.podgroup_conditions = PodGroupConditions()
+        """The PodGroup condition the gang plugin settled on for each job."""
+        self._slots: dict[Slot[Any], Any] = {}
+        self._zero_scores: FloatArray | None = None
         self.evicted_from: set[str] = set()
         """Jobs a committed statement evicted from (written by ``Statement.commit``): their
         PodGroup status is reported even when they were settled (not in ``active_jobs``)."""
-        self.event_handlers: list[tuple[str, EventHandler]] = []
-        self.scratch: dict[str, Any] = {}
-        """Per-session caches of actions and plugins (equivalence classes), keyed by owner."""
         self._registered: dict[str, dict[str, Callable[..., Any]]] = {}
         self._tiers_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
-        self._flat_cache: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
         self._disabled: set[str] = set()
-        self._callers: dict[str, Callable[[str, Callable[..., Any], tuple[Any, ...]], Any]] = {}
+        self._runners: dict[Hook[Any], Callable[..., Any]] = {}
+        self._modes = calls.Modes.from_environment()
         flags = snapshot.node_flags
         if flags is None:  # a snapshot made by hand: check and derive what the cache's has
             self.node_list.sort(key=lambda n: n.row)
@@ -121,19 +122,58 @@ class Session:
         self.node_flags: NodeFlags = flags
         """Per-row ready, unschedulable and tainted flags of ``node_list``."""
 
-    # -- registration --------------------------------------------------------
+    # -- registration and the dispatcher ----------------------------------------
 
     def add(self, hook: Hook[F], plugin: str, fn: F) -> None:
         """Register ``fn`` as ``plugin``'s answer to ``hook``."""
         self._registered.setdefault(hook.name, {})[plugin] = fn
         self._tiers_cache.pop(hook.name, None)
-        self._flat_cache.pop(hook.name, None)
+        self._runners.pop(hook, None)
 
     def add_event_handler(self, plugin: str, handler: EventHandler) -> None:
-        self.event_handlers.append((plugin, handler))
+        """Register a plugin's allocate and deallocate handlers (ON_ALLOCATE, ON_DEALLOCATE)."""
+        if handler.on_allocate is not None:
+            self.add(ON_ALLOCATE, plugin, handler.on_allocate)
+        if handler.on_deallocate is not None:
+            self.add(ON_DEALLOCATE, plugin, handler.on_deallocate)
 
     def has(self, hook: Hook[Any]) -> bool:
+        """Is any enabled plugin registered for ``hook``?"""
         return any(self._tiers(hook))
+
+    def call(self, hook: Hook[Any], *args: Any) -> Any:
+        """The plugins' combined answer to ``hook``: its rule over the enabled callbacks,
+        by tier. A plugin that raises has no opinion; it is reported and dropped for
+        the rest of the session (``plugin_failed``)."""
+        return (self._runners.get(hook) or self._runner(hook))(*args)
+
+    def _runner(self, hook: Hook[Any]) -> Callable[..., Any]:
+        """The hook's rule bound to this session's callbacks (its fast path when it has one
+        and no call mode is on), built once and kept until a registration or a failure
+        changes the callbacks."""
+        tiers = self._tiers(hook)
+        failed = functools.partial(self._failed, hook)
+        fast = dispatch.FAST_PATHS.get(hook.rule) if self._modes.plain else None
+        run: Callable[..., Any]
+        if fast is not None:
+            run = fast([pair for tier in tiers for pair in tier], failed)
+        else:
+            call = calls.caller(hook, failed, self._modes, self._state_mark)
+            run = functools.partial(hook.rule, tiers, call)
+        self._runners[hook] = run
+        return run
+
+    def _state_mark(self) -> tuple[int, ...]:
+        """What a question may not change: the node table and the decisions so far."""
+        result, table = self.result, self.table
+        return (
+            table.version,
+            table.epoch,
+            len(result.binds),
+            len(result.evictions),
+            len(result.nominations),
+            len(result.enqueued),
+        )
 
     def _tiers(self, hook: Hook[Any]) -> list[list[tuple[str, Callable[..., Any]]]]:
         cached = self._tiers_cache.get(hook.name)
@@ -152,24 +192,8 @@ class Session:
         self._tiers_cache[hook.name] = tiers
         return tiers
 
-    def _flat(self, hook: Hook[Any]) -> list[tuple[str, Callable[..., Any]]]:
-        """The hook's callbacks in tier order, as one list (for the hottest rules)."""
-        found = self._flat_cache.get(hook.name)
-        if found is None:
-            found = self._flat_cache[hook.name] = [
-                pair for tier in self._tiers(hook) for pair in tier
-            ]
-        return found
-
-    def _caller(self, hook: Hook[Any]) -> Callable[[str, Callable[..., Any], tuple[Any, ...]], Any]:
-        def call(plugin: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-            try:
-                return fn(*args)
-            except Exception as exc:  # a plugin must never take the scheduler down
-                self.plugin_failed(plugin, hook.name, exc)
-                return dispatch.FAILED
-
-        return call
+    def _failed(self, hook: Hook[Any], plugin: str, exc: Exception) -> None:
+        self.plugin_failed(plugin, hook.name, exc)
 
     def plugin_failed(self, plugin: str, hook: str, exc: BaseException) -> None:
         """Drop a plugin that raised for the rest of this session, and report it."""
@@ -177,54 +201,28 @@ class Session:
         self.result.failures.append(PluginFailure(plugin, hook, f"{type(exc).__name__}: {exc}"))
         self._disabled.add(plugin)
         self._tiers_cache.clear()
-        self._flat_cache.clear()
-        self.event_handlers = [(p, h) for p, h in self.event_handlers if p != plugin]
-
-    def _call(self, hook: Hook[Any]) -> Callable[[str, Callable[..., Any], tuple[Any, ...]], Any]:
-        caller = self._callers.get(hook.name)
-        if caller is None:
-            caller = self._callers[hook.name] = self._caller(hook)
-        return caller
+        self._runners.clear()
 
     # -- orders --------------------------------------------------------------
-
-    def _decide(self, hook: Hook[Any], left: Any, right: Any) -> bool | None:
-        """The plugins' order (dispatch.first_decisive, inlined: it runs on every heap
-        comparison); None when no plugin decides."""
-        for plugin, fn in self._flat(hook):
-            try:
-                result = fn(left, right)
-            except Exception as exc:  # a plugin must never take the scheduler down
-                self.plugin_failed(plugin, hook.name, exc)
-                continue
-            if result:
-                decided = int(result)
-                return decided < 0 if decided else None
-        return None
 
     def job_order(self, left: JobInfo, right: JobInfo) -> bool:
         """True if ``left`` should be scheduled before ``right``.
 
-        When no plugin decides: older first, then by name (deterministic).
+        When no plugin decides: older first, then by uid (deterministic).
         """
-        decided = self._decide(JOB_ORDER, left, right)
-        if decided is not None:
-            return decided
-        return (left.creation, left.uid) < (right.creation, right.uid)
+        decided: int = self.call(JOB_ORDER, left, right)
+        return decided < 0 if decided else (left.creation, left.uid) < (right.creation, right.uid)
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> bool:
-        """True if ``left`` should be served before ``right``."""
-        decided = self._decide(QUEUE_ORDER, left, right)
-        if decided is not None:
-            return decided
-        return (left.creation, left.name) < (right.creation, right.name)
+        """True if ``left`` should be served before ``right`` (else older, then by name)."""
+        decided: int = self.call(QUEUE_ORDER, left, right)
+        return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
 
     def task_order(self, left: TaskInfo, right: TaskInfo) -> bool:
-        """True if ``left`` should be placed before ``right`` (tasks of one job)."""
-        decided = self._decide(TASK_ORDER, left, right)
-        if decided is not None:
-            return decided
-        return (left.creation, left.name) < (right.creation, right.name)
+        """True if ``left`` should be placed before ``right`` (tasks of one job; else older,
+        then by name)."""
+        decided: int = self.call(TASK_ORDER, left, right)
+        return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
 
     def job_key(self) -> Callable[[JobInfo], OrderKey]:
         """A sort key that orders jobs by job_order."""
@@ -239,86 +237,72 @@ class Session:
     # -- gang and admission ----------------------------------------------------
 
     def job_valid(self, job: JobInfo) -> ValidateResult | None:
-        result: ValidateResult | None = dispatch.first_failure(
-            self._tiers(JOB_VALID), self._call(JOB_VALID), job
-        )
+        result: ValidateResult | None = self.call(JOB_VALID, job)
         return result
 
     def job_ready(self, job: JobInfo) -> bool:
-        return self._all_true(JOB_READY, job)
-
-    def _all_true(self, hook: Hook[Any], *args: Any) -> bool:
-        """dispatch.all_true, inlined for the hooks asked once or twice per placed task."""
-        for plugin, fn in self._flat(hook):
-            try:
-                answer = fn(*args)
-            except Exception as exc:  # a plugin must never take the scheduler down
-                self.plugin_failed(plugin, hook.name, exc)
-                continue
-            if answer is False:
-                return False
-        return True
+        ready: bool = self.call(JOB_READY, job)
+        return ready
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        return dispatch.tier_vote(self._tiers(JOB_PIPELINED), self._call(JOB_PIPELINED), job)
+        kept: bool = self.call(JOB_PIPELINED, job)
+        return kept
 
     def job_enqueueable(self, job: JobInfo) -> bool:
-        return dispatch.tier_vote(self._tiers(JOB_ENQUEUEABLE), self._call(JOB_ENQUEUEABLE), job)
+        admitted: bool = self.call(JOB_ENQUEUEABLE, job)
+        return admitted
 
     def job_enqueued(self, job: JobInfo) -> None:
-        dispatch.broadcast(self._tiers(JOB_ENQUEUED), self._call(JOB_ENQUEUED), job)
+        self.call(JOB_ENQUEUED, job)
 
     def job_starving(self, job: JobInfo) -> bool:
-        return dispatch.tier_all_true(self._tiers(JOB_STARVING), self._call(JOB_STARVING), job)
+        starving: bool = self.call(JOB_STARVING, job)
+        return starving
 
     # -- queues ----------------------------------------------------------------
 
     def overused(self, queue: QueueInfo) -> bool:
-        return dispatch.any_true(self._tiers(OVERUSED), self._call(OVERUSED), queue)
+        over: bool = self.call(OVERUSED, queue)
+        return over
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return self._all_true(ALLOCATABLE, queue, task)
+        allowed: bool = self.call(ALLOCATABLE, queue, task)
+        return allowed
 
     # -- placement ---------------------------------------------------------------
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> str | None:
         """None if every per-node predicate passes, else the first failure's reason."""
-        return dispatch.all_pass(self._tiers(PREDICATE), self._call(PREDICATE), task, node)
+        reason: str | None = self.call(PREDICATE, task, node)
+        return reason
 
     def batch_predicate(self, task: TaskInfo) -> list[tuple[str, BoolArray]]:
         """Every batch predicate's failures over the node list, in tier order."""
-        failures: list[tuple[str, BoolArray]] = []
-        call = self._call(BATCH_PREDICATE)
-        for tier in self._tiers(BATCH_PREDICATE):
-            for plugin, fn in tier:
-                found = call(plugin, fn, (task,))
-                if found is not dispatch.FAILED:
-                    failures.extend(found)
+        failures: list[tuple[str, BoolArray]] = self.call(BATCH_PREDICATE, task)
         return failures
 
     def node_scores(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
-        """Total score of each candidate node (indices into node_list)."""
+        """Total score of each candidate node (indices into node_list): the batch scorers'
+        sum, plus the per-node scorers' sum on each candidate."""
         scores: FloatArray = np.zeros(len(candidates), dtype=np.float64)
-        call = self._call(BATCH_NODE_ORDER)
-        for tier in self._tiers(BATCH_NODE_ORDER):
-            for plugin, fn in tier:
-                found = call(plugin, fn, (task, candidates))
-                if found is not dispatch.FAILED:
-                    scores += found
-        per_node = self._tiers(NODE_ORDER)
-        if per_node:
-            single = self._call(NODE_ORDER)
-            for k, i in enumerate(candidates):
-                scores[k] += dispatch.sum_scores(per_node, single, task, self.node_list[i])
+        scores += self.call(BATCH_NODE_ORDER, task, candidates)
+        if self.has(NODE_ORDER):
+            nodes = self.node_list
+            scores += [self.call(NODE_ORDER, task, nodes[i]) for i in candidates]
         return scores
 
     def all_node_scores(self, task: TaskInfo) -> FloatArray | None:
-        """Every node's total score when all scorers are RowScorers that can say it, else None.
+        """``node_scores`` of every node at once, or None when it cannot be had that way.
 
-        The sum is the one ``node_scores`` makes, for any candidate set. The
-        array may be a scorer's own cache: read it, never write it.
+        The fast path of BATCH_NODE_ORDER's ``sum_scores``: when every batch
+        scorer is a RowScorer that can say every node's score (and no per-node
+        scorer runs), their rows add up to what ``node_scores`` gives for any
+        candidate set (tests/unit/framework/test_fast_paths.py). The array may be
+        a scorer's own cache: read it, never write it. With a call mode on
+        (``asyncsched.framework.calls``) it is None, so every score is asked through
+        ``node_scores``.
         """
-        if self._tiers(NODE_ORDER):
+        if self._tiers(NODE_ORDER) or not self._modes.plain:
             return None
         total: FloatArray | None = None
         for tier in self._tiers(BATCH_NODE_ORDER):
@@ -335,43 +319,38 @@ class Session:
                     return None
                 total = found if total is None else total + found
         if total is None:
-            zeros = self.scratch.get("zero_scores")
-            if zeros is None:
-                zeros = self.scratch["zero_scores"] = np.zeros(len(self.node_list))
-            total = zeros
+            if self._zero_scores is None:
+                self._zero_scores = np.zeros(len(self.node_list))
+            total = self._zero_scores
         return total
 
     # -- victims -----------------------------------------------------------------
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
-        return dispatch.intersect_victims(
-            self._tiers(PREEMPTABLE), self._call(PREEMPTABLE), preemptor, preemptees
-        )
+        victims: list[TaskInfo] = self.call(PREEMPTABLE, preemptor, preemptees)
+        return victims
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
-        return dispatch.intersect_victims(
-            self._tiers(RECLAIMABLE), self._call(RECLAIMABLE), reclaimer, reclaimees
-        )
+        victims: list[TaskInfo] = self.call(RECLAIMABLE, reclaimer, reclaimees)
+        return victims
 
     # -- events ------------------------------------------------------------------
 
     def fire_allocate(self, task: TaskInfo) -> None:
-        for plugin, handler in list(self.event_handlers):
-            if handler.on_allocate is not None:
-                try:
-                    handler.on_allocate(task)
-                except Exception as exc:
-                    self.plugin_failed(plugin, "on_allocate", exc)
+        self.call(ON_ALLOCATE, task)
 
     def fire_deallocate(self, task: TaskInfo) -> None:
-        for plugin, handler in list(self.event_handlers):
-            if handler.on_deallocate is not None:
-                try:
-                    handler.on_deallocate(task)
-                except Exception as exc:
-                    self.plugin_failed(plugin, "on_deallocate", exc)
+        self.call(ON_DEALLOCATE, task)
 
     # -- lookups -----------------------------------------------------------------
+
+    def state(self, slot: Slot[T]) -> T:
+        """This session's value of a module's slot (``asyncsched.framework.state``), made by
+        ``slot.make()`` on first use."""
+        found = self._slots.get(slot)
+        if found is None:
+            found = self._slots[slot] = slot.make()
+        return cast(T, found)
 
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
         return self.queues.get(job.queue)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asyncsched.framework.state import Slot
 from asyncsched.model import Resource
 from asyncsched.model.books import exceeded_part, job_min_resources, reserved_for_job
 from asyncsched.model.resource import PODS
@@ -39,13 +40,19 @@ def cluster_used(ssn: Session) -> Resource:
     return _summed(ssn, "used")
 
 
+_SUMS: Slot[dict[str, tuple[int, int, Resource]]] = Slot(
+    __name__,
+    dict,
+    "Cluster sums (allocatable, used) with the node-table version and epoch they match.",
+)
+
+
 def _summed(ssn: Session, what: str) -> Resource:
-    key = f"_resources.cluster_{what}"
     table = ssn.table
-    found = ssn.scratch.get(key)
+    kept = ssn.state(_SUMS)
+    found = kept.get(what)
     if found is not None and found[0] == table.version and found[1] == table.epoch:
-        cached: Resource = found[2]
-        return cached
+        return found[2]
     n = len(ssn.node_list)
     ready = ssn.node_flags.ready
     rows = table.allocatable[:n][ready]
@@ -53,7 +60,7 @@ def _summed(ssn: Session, what: str) -> Resource:
         rows = rows - table.idle[:n][ready]
     sums = rows.sum(axis=0, dtype=np.int64).tolist()
     total = Resource({name: sums[i] for i, name in enumerate(table.dimensions) if i and sums[i]})
-    ssn.scratch[key] = (table.version, table.epoch, total)
+    kept[what] = (table.version, table.epoch, total)
     return total
 
 

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from asyncsched.framework import ArgumentError, Arguments, Session
+from asyncsched.framework import ArgumentError, Arguments, Session, Slot
 from asyncsched.framework.hooks import BATCH_NODE_ORDER, BatchNodeOrderFn, FloatArray, IntArray
 from asyncsched.model import Resource, TaskInfo, kernels
 from asyncsched.model.resource import CPU, MEMORY
@@ -58,10 +58,10 @@ class BinpackPlugin:
 
     def all_rows(self, ssn: Session, task: TaskInfo) -> FloatArray:
         """Every node's score (binpack normalizes nothing across candidates)."""
-        cache = ssn.scratch.get(self.name)
+        cache = ssn.state(_CLASSES)
         table = ssn.table
-        if not isinstance(cache, _Classes) or cache.epoch != table.epoch:
-            cache = ssn.scratch[self.name] = _Classes(table.epoch)
+        if cache.epoch != table.epoch:
+            cache.epoch, cache.classes = table.epoch, {}
         n = len(ssn.node_list)
         entry = cache.classes.get(task.resreq)
         if entry is None:
@@ -139,6 +139,11 @@ class _Classes:
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.classes: dict[Resource, _Class] = {}
+
+
+_CLASSES: Slot[_Classes] = Slot(
+    __name__, lambda: _Classes(-1), "Every node's binpack score per request, kept up to date."
+)
 
 
 def _resource_weights(arguments: Arguments) -> dict[str, int]:

@@ -207,7 +207,7 @@ class GangPlugin:
                     last_transition_time=when,
                     transition_id=ssn.uid,
                 )
-            ssn.job_conditions[job.uid] = condition
+            ssn.podgroup_conditions.record(job.uid, condition)
 
     def pending_message(self, ssn: Session, job: JobInfo) -> str:
         """Why the gang is not running, as specific as the session knows.
@@ -217,7 +217,7 @@ class GangPlugin:
         allocate's attempt, else the tasks' own fit errors); that its queue had
         no room; Volcano's task-count summary.
         """
-        attempt = ssn.gang_attempts.get(job.uid)
+        attempt = ssn.undone_gangs.get(job.uid)
         invalid = self.invalid.get(job.uid)
         if attempt is None and invalid is not None:
             return invalid.message
@@ -278,7 +278,7 @@ def _queue_reason(ssn: Session, job: JobInfo) -> str:
 
 def _task_fit_errors(ssn: Session, job: JobInfo) -> FitErrors | None:
     for task in sorted(job.tasks_in(TaskStatus.PENDING), key=lambda t: (t.creation, t.name)):
-        errors = ssn.fit_errors.get(task.uid)
+        errors = ssn.fit_failures.get(task.uid)
         if errors is not None and errors.reasons:
             return errors
     return None

@@ -41,7 +41,7 @@ def test_gang_that_does_not_fit_binds_nothing_and_says_why() -> None:
     job = ssn.jobs["default/job"]
     assert job.count([TaskStatus.PENDING]) == 3
     assert ssn.table.idle[:2, ssn.table.index["cpu"]].tolist() == [4000, 4000]
-    attempt = ssn.gang_attempts["default/job"]
+    attempt = ssn.undone_gangs.by_uid["default/job"]
     assert (attempt.fitted, attempt.needed) == (2, 3)
     assert attempt.fit_errors is not None
     assert attempt.fit_errors.message() == "0/2 nodes are available: 2 Insufficient cpu."
@@ -57,7 +57,7 @@ def test_gang_that_fits_binds_every_member() -> None:
     allocate(ssn)
     assert sorted(bind.node for bind in ssn.result.binds) == ["a", "b", "c"]
     assert ssn.jobs["default/job"].count([TaskStatus.BINDING]) == 3
-    assert ssn.gang_attempts == {}
+    assert ssn.undone_gangs.by_uid == {}
 
 
 def test_gang_pipelines_onto_releasing_resources() -> None:
@@ -77,7 +77,7 @@ def test_gang_pipelines_onto_releasing_resources() -> None:
     assert job.count([TaskStatus.ALLOCATED]) == 1
     pipelined = job.tasks_in(TaskStatus.PIPELINED)[0]
     assert pipelined.node_name == "a"
-    assert "default/job" not in ssn.gang_attempts
+    assert "default/job" not in ssn.undone_gangs.by_uid
 
 
 def test_members_above_min_are_placed_after_the_gang_is_ready() -> None:
@@ -90,7 +90,7 @@ def test_members_above_min_are_placed_after_the_gang_is_ready() -> None:
     allocate(ssn)
     assert len(ssn.result.binds) == 2
     assert ssn.jobs["default/job"].count([TaskStatus.PENDING]) == 1
-    assert "default/job" not in ssn.gang_attempts
+    assert "default/job" not in ssn.undone_gangs.by_uid
 
 
 def test_best_effort_tasks_are_left_to_backfill() -> None:
@@ -126,7 +126,7 @@ def test_invalid_jobs_are_skipped() -> None:
     ssn = open_session(snap, Gang())
     allocate(ssn)
     assert ssn.result.binds == []
-    assert ssn.gang_attempts == {}
+    assert ssn.undone_gangs.by_uid == {}
 
 
 def test_job_stops_at_the_first_failure_when_every_task_is_needed() -> None:
@@ -140,8 +140,8 @@ def test_job_stops_at_the_first_failure_when_every_task_is_needed() -> None:
     ssn = open_session(snap, Gang())
     allocate(ssn)
     assert ssn.result.binds == []
-    assert set(ssn.fit_errors) == {"default/job-0"}
-    assert ssn.gang_attempts["default/job"].fitted == 0
+    assert set(ssn.fit_failures.by_uid) == {"default/job-0"}
+    assert ssn.undone_gangs.by_uid["default/job"].fitted == 0
 
 
 def test_job_goes_on_past_a_failure_while_its_gang_can_still_form() -> None:
@@ -175,8 +175,8 @@ def test_failed_role_is_not_tried_again() -> None:
     ssn.batch_predicate = counted  # type: ignore[method-assign]
     allocate(ssn)
     assert len(calls) == 1
-    assert len(ssn.fit_errors) == 3
-    assert len({id(e) for e in ssn.fit_errors.values()}) == 1
+    assert len(ssn.fit_failures.by_uid) == 3
+    assert len({id(e) for e in ssn.fit_failures.by_uid.values()}) == 1
 
 
 def test_queues_take_turns() -> None:
@@ -268,7 +268,7 @@ def test_queue_refusal_on_a_full_cluster_reports_the_missing_resource() -> None:
     snap = b.snapshot(b.node("a", cpu="8"), b.podgroup("job", 3), *gang_pods("job", 3))
     ssn = open_session(snap, Gang(), _TwoTasksPerQueue())
     allocate(ssn)
-    attempt = ssn.gang_attempts["default/job"]
+    attempt = ssn.undone_gangs.by_uid["default/job"]
     assert attempt.fitted == 2
     assert attempt.fit_errors is not None
     assert attempt.fit_errors.message() == "0/1 nodes are available: 1 Insufficient cpu."
@@ -278,6 +278,6 @@ def test_queue_refusal_with_room_on_the_nodes_has_no_fit_error() -> None:
     snap = b.snapshot(b.node("a", cpu="16"), b.podgroup("job", 3), *gang_pods("job", 3))
     ssn = open_session(snap, Gang(), _TwoTasksPerQueue())
     allocate(ssn)
-    attempt = ssn.gang_attempts["default/job"]
+    attempt = ssn.undone_gangs.by_uid["default/job"]
     assert (attempt.fitted, attempt.fit_errors) == (2, None)
-    assert ssn.fit_errors == {}
+    assert ssn.fit_failures.by_uid == {}

@@ -31,7 +31,7 @@ def test_gang_that_does_not_fit_is_unschedulable_with_its_real_reason() -> None:
     )
     ssn = run(snap)
     assert ssn.result.binds == []
-    condition = ssn.job_conditions["default/job"]
+    condition = ssn.podgroup_conditions.by_uid["default/job"]
     assert condition.type == "Unschedulable"
     assert condition.message == "2/3 tasks in gang fit: Insufficient cpu on 2 node(s)"
 
@@ -44,7 +44,7 @@ def test_gang_that_fits_is_bound_whole() -> None:
     )
     ssn = run(snap)
     assert sorted(bind.node for bind in ssn.result.binds) == ["a", "b", "c"]
-    assert ssn.job_conditions["default/job"].type == "Scheduled"
+    assert ssn.podgroup_conditions.by_uid["default/job"].type == "Scheduled"
 
 
 def test_taints_and_resources_are_counted_per_node() -> None:
@@ -55,7 +55,7 @@ def test_taints_and_resources_are_counted_per_node() -> None:
         b.pod("p", cpu="2"),
     )
     ssn = run(snap)
-    assert ssn.fit_errors["default/p"].message() == (
+    assert ssn.fit_failures.by_uid["default/p"].message() == (
         "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint "
         "{gpu: true}, 1 node(s) were unschedulable."
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from asyncsched.framework import Session, Statement, parse_configuration
+from asyncsched.framework import EventHandler, Session, Statement, parse_configuration
 from asyncsched.framework.hooks import JOB_ORDER, JOB_READY
 from asyncsched.model import JobInfo, TaskStatus
 from tests.builders import node, pod, podgroup, snapshot
@@ -85,3 +85,19 @@ def test_discard_undoes_allocations_and_commit_binds() -> None:
     stmt.commit()
     assert task.status is TaskStatus.BINDING
     assert [(b.name, b.node) for b in ssn.result.binds] == [("a-0", "n1")]
+
+
+def test_event_handlers_are_told_in_tier_order_and_a_raising_one_is_dropped() -> None:
+    ssn = _session("true")
+    told: list[str] = []
+
+    def boom(task: object) -> None:
+        raise RuntimeError("boom")
+
+    ssn.add_event_handler("reverse", EventHandler(on_allocate=lambda t: told.append("reverse")))
+    ssn.add_event_handler("broken", EventHandler(on_allocate=boom))
+    task = ssn.jobs["default/a"].tasks["default/a-0"]
+    Statement(ssn).allocate(task, ssn.nodes["n1"])
+    Statement(ssn).allocate(ssn.jobs["default/b"].tasks["default/b-0"], ssn.nodes["n1"])
+    assert told == ["reverse", "reverse"]
+    assert [(f.plugin, f.hook) for f in ssn.result.failures] == [("broken", "on_allocate")]

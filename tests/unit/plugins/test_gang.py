@@ -130,9 +130,11 @@ def gpu_errors() -> FitErrors:
 
 def test_pending_reason_says_how_much_of_the_gang_fit_and_why() -> None:
     ssn, plugin = open_session(snapshot(node("n1"), *gang("train", 8, 0, 8)))
-    ssn.gang_attempts["default/train"] = GangAttempt(fitted=3, needed=8, fit_errors=gpu_errors())
+    ssn.undone_gangs.record(
+        "default/train", GangAttempt(fitted=3, needed=8, fit_errors=gpu_errors())
+    )
     plugin.on_session_close(ssn)
-    condition = ssn.job_conditions["default/train"]
+    condition = ssn.podgroup_conditions.by_uid["default/train"]
     assert condition.type == "Unschedulable"
     assert condition.status == "True"
     assert condition.reason == "NotEnoughResources"
@@ -145,9 +147,9 @@ def test_pending_reason_says_how_much_of_the_gang_fit_and_why() -> None:
 
 def test_pending_reason_falls_back_to_task_fit_errors() -> None:
     ssn, plugin = open_session(snapshot(node("n1"), *gang("train", 4, 1, 3)))
-    ssn.fit_errors["default/train-p0"] = gpu_errors()
+    ssn.fit_failures.by_uid["default/train-p0"] = gpu_errors()
     plugin.on_session_close(ssn)
-    message = ssn.job_conditions["default/train"].message
+    message = ssn.podgroup_conditions.by_uid["default/train"].message
     assert message.startswith("1/4 tasks in gang fit: Insufficient nvidia.com/gpu on 5 node(s)")
 
 
@@ -155,7 +157,7 @@ def test_pending_reason_of_an_invalid_gang_says_what_is_missing() -> None:
     ssn, plugin = open_session(snapshot(node("n1"), *gang("pg", 3, 0, 2)))
     ssn.job_valid(ssn.jobs["default/pg"])
     plugin.on_session_close(ssn)
-    assert ssn.job_conditions["default/pg"].message == (
+    assert ssn.podgroup_conditions.by_uid["default/pg"].message == (
         "Not enough valid tasks for gang-scheduling, valid: 2, min: 3"
     )
 
@@ -163,7 +165,7 @@ def test_pending_reason_of_an_invalid_gang_says_what_is_missing() -> None:
 def test_pending_reason_without_details_uses_volcano_wording() -> None:
     ssn, plugin = open_session(snapshot(node("n1"), *gang("pg", 3, 1, 2)))
     plugin.on_session_close(ssn)
-    assert ssn.job_conditions["default/pg"].message == (
+    assert ssn.podgroup_conditions.by_uid["default/pg"].message == (
         "2/3 tasks in gang unschedulable: pod group is not ready, "
         "1 Running, 2 Pending, 3 minAvailable"
     )
@@ -174,7 +176,7 @@ def test_ready_gang_is_marked_scheduled() -> None:
     snap.now = 1_700_000_000.0
     ssn, plugin = open_session(snap)
     plugin.on_session_close(ssn)
-    condition = ssn.job_conditions["default/pg"]
+    condition = ssn.podgroup_conditions.by_uid["default/pg"]
     assert (condition.type, condition.status) == ("Scheduled", "True")
     assert condition.reason == "tasks in gang are ready to be scheduled"
     assert condition.last_transition_time == "2023-11-14T22:13:20Z"
@@ -186,7 +188,7 @@ def test_pending_reason_of_a_pipelined_gang_says_it_waits_for_releasing_pods() -
     for uid in ("default/pg-p0", "default/pg-p1"):
         job.update_task_status(job.tasks[uid], TaskStatus.PIPELINED)
     plugin.on_session_close(ssn)
-    condition = ssn.job_conditions["default/pg"]
+    condition = ssn.podgroup_conditions.by_uid["default/pg"]
     assert condition.type == "Unschedulable"
     assert condition.message == (
         "1/3 tasks in gang fit now; 2 more wait for resources other pods are releasing"
@@ -203,9 +205,9 @@ def test_pending_reason_names_a_closed_queue_when_no_node_was_tried() -> None:
     )
     snap.queues["research"].state = "Closed"
     ssn, plugin = open_session(snap)
-    ssn.gang_attempts["default/pg"] = GangAttempt(fitted=0, needed=2, fit_errors=None)
+    ssn.undone_gangs.record("default/pg", GangAttempt(fitted=0, needed=2, fit_errors=None))
     plugin.on_session_close(ssn)
-    assert ssn.job_conditions["default/pg"].message == (
+    assert ssn.podgroup_conditions.by_uid["default/pg"].message == (
         "0/2 tasks in gang fit: queue 'research' is Closed"
     )
 
@@ -219,7 +221,7 @@ def test_pending_reason_of_a_job_not_yet_admitted() -> None:
     )
     ssn, plugin = open_session(snap)
     plugin.on_session_close(ssn)
-    message = ssn.job_conditions["default/pg"].message
+    message = ssn.podgroup_conditions.by_uid["default/pg"].message
     assert message.startswith("waiting to be admitted to queue 'default'")
     assert "minResources {cpu: 64}" in message
 
@@ -237,9 +239,9 @@ def test_pending_reason_says_the_queue_cannot_take_the_whole_gang() -> None:
     ssn = Session(snap, parse_configuration(conf), {"gang": gang_plugin, "proportion": proportion})
     gang_plugin.on_session_open(ssn)
     proportion.on_session_open(ssn)
-    ssn.gang_attempts["default/train"] = GangAttempt(fitted=1, needed=3, fit_errors=None)
+    ssn.undone_gangs.record("default/train", GangAttempt(fitted=1, needed=3, fit_errors=None))
     gang_plugin.on_session_close(ssn)
-    assert ssn.job_conditions["default/train"].message == (
+    assert ssn.podgroup_conditions.by_uid["default/train"].message == (
         "1/3 tasks in gang fit: queue 'default' cannot take the gang's 3 missing task(s) "
         "{cpu: 3, memory: 3Gi, nvidia.com/gpu: 3} within its deserved share or capability"
     )

@@ -1,0 +1,77 @@
+"""Why pods and jobs wait: what one session found out, each part written by one module.
+
+The pending reasons users and autoscalers read (PodScheduled=False messages,
+the PodGroup's Unschedulable condition, the simulator's waiting reasons) are
+assembled from these at the end of the session. Each part names the only
+module that writes it; everything else reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from asyncsched.api import Condition
+from asyncsched.framework.results import FitErrors
+
+__all__ = ["FitFailures", "GangAttempt", "PodGroupConditions", "UndoneGangs"]
+
+T = TypeVar("T")
+
+
+class _ByUid(Generic[T]):
+    """Values kept by the uid of the task or job they are about."""
+
+    __slots__ = ("by_uid",)
+
+    def __init__(self) -> None:
+        self.by_uid: dict[str, T] = {}
+
+    def record(self, uid: str, value: T) -> None:
+        self.by_uid[uid] = value
+
+    def get(self, uid: str) -> T | None:
+        return self.by_uid.get(uid)
+
+
+class FitFailures(_ByUid[FitErrors]):
+    """Why each task tried this session fits no node, by task uid.
+
+    Written only by ``asyncsched.actions.placement`` (``find_node``, and
+    ``share_failure`` for a task whose role already failed). Read by allocate
+    (a gang's first reason), the gang plugin's pending message, ``explain`` and
+    the session's job report (each pod's PodScheduled message).
+    """
+
+    __slots__ = ()
+
+
+@dataclass
+class GangAttempt:
+    """How far allocate got with a job it had to give back: for the pending reason."""
+
+    fitted: int
+    needed: int
+    fit_errors: FitErrors | None
+
+
+class UndoneGangs(_ByUid[GangAttempt]):
+    """The jobs allocate placed in part and then gave back, by job uid.
+
+    Written only by ``asyncsched.actions.allocate``. Read by the gang plugin's
+    pending message ("3/8 tasks in gang fit: ...").
+    """
+
+    __slots__ = ()
+
+
+class PodGroupConditions(_ByUid[Condition]):
+    """The PodGroup condition each job should carry after the session, by job uid.
+
+    Written only by ``asyncsched.plugins.gang`` when the session closes
+    (Scheduled, or Unschedulable with the gang's reason). Read by the session's
+    job report (``asyncsched.framework.cycle``): the PodGroup status, and the
+    message of pods that have no fit error of their own.
+    """
+
+    __slots__ = ()

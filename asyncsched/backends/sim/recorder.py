@@ -214,7 +214,7 @@ class Recorder:
             self._stop(key)
             event = "evicted" if change.actor == "scheduler" else "deleted"
             self.emit(event, "Pod", meta.namespace, meta.name, node=node, job=job,
-                      reason=change.reason)  # fmt: skip
+                      reason=change.reason, preemptor=change.preemptor)  # fmt: skip
             return
         old: Pod = change.old
         if node and not old.spec.node_name:

@@ -200,7 +200,8 @@ class RoomMaker:
 
     def _units(self, task: TaskInfo, node: NodeInfo, allowed: list[TaskInfo]) -> list[_Unit]:
         """Per job, its member unit (what it holds beyond minMember, on this node) and, when
-        the plugins let every task it holds go, its whole-gang unit."""
+        the plugins let every task it holds go, its whole-gang unit (never the preemptor's
+        own job: evicting a gang whole to run one of its own members gains nothing)."""
         table = self.ssn.table
         order = victim_order(self.ssn, task)
         by_job: dict[str, list[TaskInfo]] = {}
@@ -218,7 +219,8 @@ class RoomMaker:
                 units.append(_Unit(job, members, freed, rank, whole=False))
             held = [t for t in job.tasks.values() if t.status in READY]
             ids = {t.uid for t in tasks}
-            if here and len(members) < len(here) and all(t.uid in ids for t in held):
+            whole = uid != task.job and all(t.uid in ids for t in held)
+            if here and len(members) < len(here) and whole:
                 freed = sum((table.vector(t.resreq) for t in here), zero)
                 units.append(_Unit(job, tasks, freed, rank, whole=True))
         return [u for u in units if self.guarantees.allows(u.tasks, task)]

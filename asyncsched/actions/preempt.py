@@ -124,10 +124,15 @@ def place(
 
 
 def commit(ssn: Session, stmt: Statement, action: str) -> None:
-    """Commit, counting a decision that evicts (``volcano_eviction_transactions_total``)."""
-    if stmt.evictions():
-        counts = ssn.result.eviction_transactions
-        counts[action] = counts.get(action, 0) + 1
+    """Commit a decision that evicts, counting it (``volcano_eviction_transactions_total``).
+
+    One that evicts no one is undone: its tasks fit in room already free, which is
+    allocate's and backfill's to use; pipelined, no session would ever place them."""
+    if not stmt.evictions():
+        stmt.discard()
+        return
+    counts = ssn.result.eviction_transactions
+    counts[action] = counts.get(action, 0) + 1
     stmt.commit()
 
 

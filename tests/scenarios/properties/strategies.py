@@ -25,7 +25,11 @@ __all__ = [
 
 ANNOTATION = "simulation.asyncsched.io/"
 GPU = "nvidia.com/gpu"
-NAMESPACES = ("default", "team-a")
+NAMESPACES = ("default", "team-a", "default", "team-a", "kube-system")
+"""kube-system less often: its pods are critical (conformance never evicts them)."""
+PREEMPTABLE = "volcano.sh/preemptable"
+CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+"""PriorityClasses every API server has (the simulator's too)."""
 ZONES = ("a", "b")
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
@@ -61,6 +65,8 @@ class Cluster:
     queues: list[str]
     priority_classes: list[str]
     names: Names
+    never_preempt: list[str] = field(default_factory=list)
+    """PriorityClasses with ``preemptionPolicy: Never``."""
 
 
 def submit_times() -> st.SearchStrategy[float]:
@@ -108,12 +114,23 @@ def _queue(draw: st.DrawFn, name: str) -> dict[str, Any]:
         spec["capability"] = capability
     if draw(st.booleans()):
         spec["reclaimable"] = draw(st.booleans())
+    if draw(st.integers(0, 2)) == 0:
+        guarantee = _quantity_map(draw, {"cpu": ("500m", "1", "2", "4"), GPU: ("1", "2")})
+        for r, v in list(guarantee.items()):
+            if r in capability and _amount(v) > _amount(capability[r]):
+                guarantee[r] = capability[r]  # Volcano refuses a guarantee over capability
+        if guarantee:
+            spec["guarantee"] = {"resource": guarantee}
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def _amount(quantity: str) -> float:
+    return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
 
 
 @st.composite
@@ -126,7 +143,8 @@ def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
         docs.append(draw(_queue(name)))
         queues.append(name)
     classes = []
-    for value in draw(st.lists(st.sampled_from((1000, 10, -5)), unique=True, max_size=2)):
+    never: list[str] = []
+    for value in draw(st.lists(st.sampled_from((1000, 10, -5, 100)), unique=True, max_size=3)):
         name = names.new("prio")
         doc: dict[str, Any] = {
             "apiVersion": "scheduling.k8s.io/v1",
@@ -136,9 +154,14 @@ def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
         }
         if value == 10 and draw(st.booleans()):
             doc["globalDefault"] = True
+        if value > 10 and draw(st.integers(0, 2)) == 0:
+            doc["preemptionPolicy"] = "Never"
+            never.append(name)
         docs.append(doc)
         classes.append(name)
-    return Cluster(docs, queues, classes, names)
+    if draw(st.integers(0, 4)) == 0:
+        classes.append(draw(st.sampled_from(CRITICAL_CLASSES)))
+    return Cluster(docs, queues, classes, names, never)
 
 
 @st.composite
@@ -223,7 +246,15 @@ def pod_templates(
         spec["overhead"] = {"cpu": "100m"}
     if draw(st.booleans()) and cluster.priority_classes:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
+        if spec["priorityClassName"] in cluster.never_preempt and draw(st.booleans()):
+            spec["preemptionPolicy"] = "Never"  # the class's own; admission takes no other
     notes: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    say = draw(st.sampled_from(("", "", "", "annotation", "label", "both")))
+    if say in ("annotation", "both"):
+        notes[PREEMPTABLE] = draw(st.sampled_from(("false", "true", "False", "0")))
+    if say in ("label", "both"):
+        labels[PREEMPTABLE] = draw(st.sampled_from(("false", "true")))
     if duration and draw(st.integers(0, 4)):
         notes[ANNOTATION + "duration"] = draw(st.sampled_from(("0", "1", "5", "10", "20", "2.5")))
     if draw(st.integers(0, 4)) == 0:
@@ -235,4 +266,6 @@ def pod_templates(
     template: dict[str, Any] = {"spec": spec}
     if notes:
         template["metadata"] = {"annotations": notes}
+    if labels:
+        template.setdefault("metadata", {})["labels"] = labels
     return template

@@ -123,3 +123,19 @@ def test_reclaim_without_queue_shares_never_evicts_in_a_loop(
     assert run.code == 4, run.stdout  # stuck: train waits for room nobody owes it
     (stuck,) = run.summary["stuck"]
     assert stuck["name"] == "default/train"
+
+
+def test_preempt_never_takes_room_the_victims_job_would_take_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys,
+        tmp_path,
+        "found-preempt-loop.yaml",
+        config="found-preempt-loop-config.yaml",
+        extra=["--until", "100"],
+    )
+
+    assert run.of("evicted") == []
+    assert run.code == 4, run.stdout  # stuck: late waits for the one pod slot
+    assert "default/late" in [s["name"] for s in run.summary["stuck"]]

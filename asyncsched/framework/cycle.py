@@ -21,6 +21,7 @@ from asyncsched.framework.reasons import queue_refusal
 from asyncsched.framework.registry import Registry
 from asyncsched.framework.results import PodGroupUpdate, SessionResult, TaskUnschedulable
 from asyncsched.framework.session import Session
+from asyncsched.framework.statement import EVICTED_JOBS
 from asyncsched.model import (
     ClusterSnapshot,
     JobInfo,
@@ -151,7 +152,13 @@ def _report_jobs(ssn: Session) -> None:
     """
     jobs = ssn.active_jobs
     extra = [ssn.jobs[uid] for uid in ssn.job_conditions if uid not in jobs and uid in ssn.jobs]
-    for job in [*jobs.values(), *extra]:
+    closing = [*jobs.values(), *extra]
+    evicted = ssn.scratch.get(EVICTED_JOBS)
+    if evicted and jobs is not ssn.jobs:
+        # Settled jobs evicted from: in the snapshot's order, as with every job active.
+        named = {job.uid for job in closing} | evicted
+        closing = [job for uid, job in ssn.jobs.items() if uid in named]
+    for job in closing:
         condition = ssn.job_conditions.get(job.uid)
         gang_message = (
             condition.message if condition is not None and condition.type == UNSCHEDULABLE else ""

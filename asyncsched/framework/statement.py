@@ -16,7 +16,11 @@ from asyncsched.framework.results import Bind, Eviction, Nomination
 from asyncsched.framework.session import Session
 from asyncsched.model import NodeInfo, TaskInfo, TaskStatus
 
-__all__ = ["Statement"]
+__all__ = ["EVICTED_JOBS", "Statement"]
+
+EVICTED_JOBS = "evicted_jobs"
+"""``Session.scratch`` key: the uids of jobs a committed statement evicted from, whose
+PodGroup status the session's close must write even when their job was settled."""
 
 
 class _Op(enum.Enum):
@@ -126,6 +130,7 @@ class Statement:
                     node.add_task(task)
                 result.binds.append(Bind(task.uid, task.namespace, task.name, op.node.name))
             elif op.op is _Op.EVICT:
+                self.ssn.scratch.setdefault(EVICTED_JOBS, set()).add(task.job)
                 result.evictions.append(
                     Eviction(task.uid, task.namespace, task.name, op.reason, op.preemptor)
                 )

@@ -139,3 +139,16 @@ def test_preempt_never_takes_room_the_victims_job_would_take_back(
     assert run.of("evicted") == []
     assert run.code == 4, run.stdout  # stuck: late waits for the one pod slot
     assert "default/late" in [s["name"] for s in run.summary["stuck"]]
+
+
+def test_each_preemptor_costs_one_eviction_when_the_victims_were_settled(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys, tmp_path, "found-settled-jobs-evicted.yaml", config="preempt-config.yaml"
+    )
+
+    assert run.code == 0, run.stderr
+    preempted = [e["name"] for e in run.of("evicted") if e["reason"] == "preempt"]
+    assert len(preempted) == 2, preempted
+    assert len([e for e in run.of("evicted") if e["reason"] == "reclaim"]) == 4

@@ -200,11 +200,16 @@ class RoomMaker:
             return None
         self.attempts += 1
         mark = stmt.mark()
-        chosen = self._choose(task, node, allowed, request - future)
-        if chosen is not None and self._evict(stmt, task, node, queue, chosen):
-            stmt.pipeline(task, node, nominate=stmt.mark() > mark)
-            return True
-        stmt.undo_to(mark)
+        shorts = [request - future]
+        if not self._admitted(task, queue):
+            # The queue wants room too: failing what the node lacks, free the task's size.
+            shorts.append(np.maximum(request - future, request))
+        for short in shorts:
+            chosen = self._choose(task, node, allowed, short)
+            if chosen and self._evict(stmt, task, node, queue, chosen):
+                stmt.pipeline(task, node, nominate=True)
+                return True
+            stmt.undo_to(mark)
         return False
 
     def _admitted(self, task: TaskInfo, queue: QueueInfo) -> bool:

@@ -26,6 +26,8 @@ SCENARIOS = [
     ("found-preempt-loop.yaml", "found-preempt-loop-config.yaml"),
     ("volcano-preempt-p3.yaml", "volcano-preempt-config.yaml"),
     ("volcano-preempt-p4.yaml", "volcano-preempt-config.yaml"),
+    ("volcano-preempt-p5.yaml", "volcano-preempt-config.yaml"),
+    ("volcano-preempt-p8.yaml", "volcano-preempt-backfill-config.yaml"),
     ("volcano-preempt-p10.yaml", "volcano-preempt-config.yaml"),
     ("volcano-reclaim-r1.yaml", "volcano-reclaim-config.yaml"),
     ("volcano-reclaim-r3.yaml", "volcano-reclaim-config.yaml"),

@@ -4,7 +4,10 @@ A BestEffort pod needs no cpu or memory, only a pod slot and a node that
 passes the predicates, so it can go wherever allocate's resource accounting
 would not matter. Volcano's backfill handles only these pods (its own TODO
 for other cases is still open), walking queues, then jobs, then tasks in
-their plugin orders, and binds a job's pods once the job is ready.
+their plugin orders, and binds a job's pods once the job is ready. Ready here
+means minMember pods placed: the gang counts pending BestEffort members as ready
+(as Volcano's does), but those are the ones backfill is still placing, and one
+that then fits no node would leave the gang running below its minMember.
 
 Not yet here: Volcano also un-pipelines BestEffort tasks some earlier action
 pipelined and retries them; allocate never pipelines BestEffort tasks, and
@@ -37,7 +40,7 @@ class BackfillAction:
                 continue
             stmt = waiting.pop(job.uid, None) or Statement(ssn)
             stmt.allocate(task, placement.node)
-            if ssn.job_ready(job):
+            if ssn.job_ready(job) and job.ready_task_num() >= job.min_available:
                 stmt.commit()
             else:
                 waiting[job.uid] = stmt

@@ -127,9 +127,17 @@ class RoomMaker:
     """Chooses and evicts victims on one node for one task, within a Statement."""
 
     def __init__(
-        self, ssn: Session, victims_fn: VictimsFn, reason: str, check_allocatable: bool
+        self,
+        ssn: Session,
+        victims_fn: VictimsFn,
+        reason: str,
+        check_allocatable: bool,
+        served_first: bool = False,
     ) -> None:
         self.ssn = ssn
+        self.served_first = served_first
+        """The preemptor's job must come before every victim's job in job order once the
+        victims are gone (preempt: allocate serves jobs of a queue in that order)."""
         self.victims_fn = victims_fn
         self.reason = reason
         self.check_allocatable = check_allocatable
@@ -138,13 +146,26 @@ class RoomMaker:
         """How many victims the plugins allowed on the last node examined."""
         self.attempts = 0
         """Nodes where victims could free enough and eviction was tried."""
+        self.refused: list[Vector] = []
+        """For the task being placed: amounts whose eviction its queue would still not
+        take it after (see ``hopeless``); reset by ``new_task``."""
+        self.admitted: bool | None = None
+        """For the task being placed: whether its queue takes it as things stand."""
 
     # -- the task fits ------------------------------------------------------------
+
+    def new_task(self) -> None:
+        """A new task is being placed, or the session changed: forget what was learnt."""
+        self.refused = []
+        self.admitted = None
 
     def fits(self, task: TaskInfo, queue: QueueInfo, node: NodeInfo) -> bool:
         """The queue may take it, it fits the node's future idle, and the predicates pass."""
         if self.check_allocatable and not self.ssn.allocatable(queue, task):
             return False
+        return self._fits_node(task, node)
+
+    def _fits_node(self, task: TaskInfo, node: NodeInfo) -> bool:
         table = self.ssn.table
         if np.any(table.future_idle(node.row) < table.vector(task.init_resreq)):
             return False
@@ -166,7 +187,7 @@ class RoomMaker:
         request = table.vector(task.init_resreq)
         future = table.future_idle(node.row)
         here = [t for t in node.tasks.values() if t.status in EVICTABLE and accept(t)]
-        if self.fits(task, queue, node):
+        if self._admitted(task, queue) and self._fits_node(task, node):
             stmt.pipeline(task, node)
             return True
         if not here:
@@ -175,6 +196,8 @@ class RoomMaker:
         if np.any(offered_room < request):
             return None
         offered = self._with_their_gangs(here, accept)
+        if self.hopeless(stmt, task, queue, offered):
+            return None
         allowed = self.victims_fn(task, offered)
         allowed_here = [t for t in allowed if t.node_name == node.name]
         self.offered_last = len(allowed_here)
@@ -183,12 +206,54 @@ class RoomMaker:
             return None
         self.attempts += 1
         mark = stmt.mark()
-        chosen = self._choose(task, node, allowed, request - future)
-        if chosen is not None and self._evict(stmt, task, node, queue, chosen):
-            stmt.pipeline(task, node, nominate=stmt.mark() > mark)
-            return True
-        stmt.undo_to(mark)
+        shorts = [request - future]
+        if not self._admitted(task, queue):
+            # The queue wants room too: failing what the node lacks, free the task's size.
+            shorts.append(np.maximum(request - future, request))
+        for short in shorts:
+            chosen = self._choose(task, node, allowed, short)
+            if chosen and self._evict(stmt, task, node, queue, chosen):
+                stmt.pipeline(task, node, nominate=True)
+                return True
+            stmt.undo_to(mark)
         return False
+
+    def _admitted(self, task: TaskInfo, queue: QueueInfo) -> bool:
+        """``allocatable`` as things stand, asked once per task: nothing changes between the
+        nodes tried for one task (a failed try is undone; a success ends the search)."""
+        if not self.check_allocatable:
+            return True
+        if self.admitted is None:
+            self.admitted = self.ssn.allocatable(queue, task)
+        return self.admitted
+
+    def hopeless(
+        self, stmt: Statement, task: TaskInfo, queue: QueueInfo, offered: list[TaskInfo]
+    ) -> bool:
+        """Whether the task's queue would refuse it even with every offered task gone, so
+        no choice of victims among them can place it (preempt's victims are of the task's
+        own queue, and proportion's ``allocatable`` only grows as its queue gives back).
+
+        Asked once per distinct amount: evicting them all is tried and undone, and an
+        amount refused answers for every later node that offers no more than it. Without
+        this, preempt chose and evicted victims on every node in turn, to find the queue
+        full each time (1,000 nodes for each waiting pod)."""
+        if not self.check_allocatable or any(
+            self.ssn.jobs[t.job].queue != queue.name for t in offered
+        ):
+            return False
+        table = self.ssn.table
+        amount = sum((table.vector(t.resreq) for t in offered), table.vector(task.resreq) * 0)
+        if any(np.all(amount <= refused) for refused in self.refused):
+            return True
+        mark = stmt.mark()
+        for victim in offered:
+            stmt.evict(victim, self.reason, task)
+        admitted = self.ssn.allocatable(queue, task)
+        stmt.undo_to(mark)
+        if not admitted:
+            self.refused.append(amount)
+        return not admitted
 
     def _with_their_gangs(self, here: list[TaskInfo], accept: Filter) -> list[TaskInfo]:
         """The node's candidates, then the other evictable tasks of their jobs, in victim
@@ -206,7 +271,8 @@ class RoomMaker:
 
     def _units(self, task: TaskInfo, node: NodeInfo, allowed: list[TaskInfo]) -> list[_Unit]:
         """Per job, its member unit (what it holds beyond minMember, on this node) and, when
-        the plugins let every task it holds go, its whole-gang unit."""
+        the plugins let every task it holds go, its whole-gang unit (never the preemptor's
+        own job: evicting a gang whole to run one of its own members gains nothing)."""
         table = self.ssn.table
         order = victim_order(self.ssn, task)
         by_job: dict[str, list[TaskInfo]] = {}
@@ -224,7 +290,8 @@ class RoomMaker:
                 units.append(_Unit(job, members, freed, rank, whole=False))
             held = [t for t in job.tasks.values() if t.status in READY]
             ids = {t.uid for t in tasks}
-            if here and len(members) < len(here) and all(t.uid in ids for t in held):
+            whole = uid != task.job and all(t.uid in ids for t in held)
+            if here and len(members) < len(here) and whole:
                 freed = sum((table.vector(t.resreq) for t in here), zero)
                 units.append(_Unit(job, tasks, freed, rank, whole=True))
         return [u for u in units if self.guarantees.allows(u.tasks, task)]
@@ -257,7 +324,18 @@ class RoomMaker:
         for unit in chosen:
             for victim in unit.tasks:
                 stmt.evict(victim, self.reason, task)
-        return self.fits(task, queue, node)
+        return self.fits(task, queue, node) and self._served_first(task, chosen)
+
+    def _served_first(self, task: TaskInfo, chosen: list[_Unit]) -> bool:
+        """Whether allocate, next session, serves the preemptor's job before each victim's
+        job as they stand after the evictions. When a victim's job would come first (the
+        gang evicted whole now waits as the preemptor does, and is older), it would take
+        the room straight back, its controller having made its pods again, and be evicted
+        again: every session, for ever."""
+        if not self.served_first:
+            return True
+        own = self.ssn.jobs[task.job]
+        return all(u.job is own or self.ssn.job_order(own, u.job) for u in chosen)
 
 
 def _coverage(freed: Vector, short: Vector) -> float:

@@ -12,6 +12,13 @@ gang; conformance: no critical pods; drf), and victims are chosen as
 and its pod nominated there. The job's evictions are committed only if the job
 is then pipelined (``job_pipelined``); otherwise they are all undone.
 
+Victims are taken only when, with them gone, the starving job still comes
+before each victim's job in job order: allocate serves a queue's jobs in that
+order, and would hand the room back to a victim's job served first, whose
+controller makes the evicted pods again, every session. Volcano has no such
+rule; when the priority plugin decides job order it changes nothing, as priority
+only lets jobs of lower priority go.
+
 A second pass lets a job's higher-priority pending tasks take the place of its
 own lower-priority running ones, task by task, as Volcano does. Pods with
 ``preemptionPolicy: Never`` never preempt. Cross-queue eviction is reclaim's.
@@ -43,7 +50,7 @@ class PreemptAction:
         self.arguments = arguments
 
     def execute(self, ssn: Session) -> None:
-        maker = RoomMaker(ssn, ssn.preemptable, REASON, check_allocatable=True)
+        maker = RoomMaker(ssn, ssn.preemptable, REASON, check_allocatable=True, served_first=True)
         walk = Walk(ssn)
         tasks: dict[str, list[TaskInfo]] = {}
         for candidate in ssn.active_jobs.values():
@@ -117,6 +124,7 @@ def place(
             return False
         return accept(victim)
 
+    maker.new_task()
     for node in candidate_nodes(ssn, task, scored):
         if maker.on_node(stmt, task, queue, node, usable):
             return True
@@ -124,10 +132,15 @@ def place(
 
 
 def commit(ssn: Session, stmt: Statement, action: str) -> None:
-    """Commit, counting a decision that evicts (``volcano_eviction_transactions_total``)."""
-    if stmt.evictions():
-        counts = ssn.result.eviction_transactions
-        counts[action] = counts.get(action, 0) + 1
+    """Commit a decision that evicts, counting it (``volcano_eviction_transactions_total``).
+
+    One that evicts no one is undone: its tasks fit in room already free, which is
+    allocate's and backfill's to use; pipelined, no session would ever place them."""
+    if not stmt.evictions():
+        stmt.discard()
+        return
+    counts = ssn.result.eviction_transactions
+    counts[action] = counts.get(action, 0) + 1
     stmt.commit()
 
 

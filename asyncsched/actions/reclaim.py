@@ -15,7 +15,11 @@ then pipelined. The queue goes back into the ordering while it has starving
 jobs, so queues alternate job by job.
 
 Unlike Volcano, Bound pods are victims as well as Running ones, and the
-predicates are checked again after the evictions.
+predicates are checked again after the evictions. And with no plugin that keeps
+queue shares (none answers ``overused``: no proportion, no capacity), reclaim
+does nothing: Volcano's then takes from any other queue for any starving job,
+and allocate, ordering queues without shares, may hand the room straight back
+to the victims' queue, whose controllers recreate them, every session.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from asyncsched.actions.eviction import RoomMaker, never_preempts
 from asyncsched.actions.preempt import commit, place
 from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
+from asyncsched.framework.hooks import OVERUSED
 from asyncsched.model import TaskInfo
 
 __all__ = ["ReclaimAction"]
@@ -42,6 +47,8 @@ class ReclaimAction:
         self.arguments = arguments
 
     def execute(self, ssn: Session) -> None:
+        if not ssn.has(OVERUSED):
+            return  # no plugin keeps queue shares: no queue is owed anything to take back
         maker = RoomMaker(ssn, _victims(ssn), REASON, check_allocatable=False)
         walk = Walk(ssn)
         tasks: dict[str, deque[TaskInfo]] = {}

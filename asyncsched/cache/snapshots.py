@@ -89,6 +89,9 @@ class _Handed:
     active: set[str] = field(default_factory=set)
     settled: dict[str, JobInfo] = field(default_factory=dict)
     totals: dict[str, SettledTotals] = field(default_factory=dict)
+    counted: dict[str, SettledTotals] = field(default_factory=dict)
+    """What each settled job added to ``totals`` when it settled: a session may change the
+    job since (preempt evicting its tasks), and it must leave the totals as it came in."""
     token: object | None = None
     """The configuration every job in ``settled`` was found settled under."""
 
@@ -241,7 +244,7 @@ class _Build:
         handed = self.handed
         old = handed.settled.pop(key, None)
         if old is not None:
-            handed.totals[old.queue].add(old, -1)
+            handed.totals[old.queue].merge(handed.counted.pop(key), -1)
 
     def _partition(self, copied: set[str] | list[str]) -> None:
         """Jobs copied again are active; an active job handed out again unchanged becomes
@@ -260,7 +263,9 @@ class _Build:
                 totals = handed.totals.get(job.queue)
                 if totals is None:
                     totals = handed.totals[job.queue] = SettledTotals()
-                totals.add(job)
+                part = handed.counted[key] = SettledTotals()
+                part.add(job)
+                totals.merge(part)
             else:
                 active.add(key)
         handed.active = active

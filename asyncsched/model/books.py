@@ -109,6 +109,18 @@ class SettledTotals:
             _add(self.reserved, reserved_for_job(job, False), sign)
             _add(self.reserved_whole, reserved_for_job(job, True), sign)
 
+    def merge(self, other: SettledTotals, sign: int = 1) -> None:
+        """Count ``other``'s jobs in (sign 1) or out (sign -1)."""
+        self.jobs += sign * other.jobs
+        for into, part in (
+            (self.allocated, other.allocated),
+            (self.elastic, other.elastic),
+            (self.reserved, other.reserved),
+            (self.reserved_whole, other.reserved_whole),
+        ):
+            for name, value in part.items():
+                into[name] = into.get(name, 0) + sign * value
+
     def copy(self) -> SettledTotals:
         return SettledTotals(
             self.jobs,

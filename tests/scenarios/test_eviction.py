@@ -32,6 +32,7 @@ def test_a_high_priority_gang_preempts_low_priority_pods_of_its_queue(
     evicted = run.of("evicted")
     assert len(evicted) == 2 and {e["job"] for e in evicted} == {"batch"}
     assert all(e["time"] == 10.0 and e["reason"] == "preempt" for e in evicted)
+    assert {e["preemptor"].split("/")[1].split("-")[0] for e in evicted} == {"urgent"}
     urgent = [e for e in run.of("started") if e["name"].startswith("urgent-")]
     assert [e["time"] for e in urgent] == [10.0, 10.0], "the urgent gang runs at once"
     kept = [e for e in run.of("completed") if e["name"].startswith("batch-")]
@@ -47,6 +48,7 @@ def test_a_lent_share_is_taken_back_when_its_owner_submits(
     assert len(evicted) == 4, "exactly prod's share (4 cpu) is taken back"
     assert {e["namespace"] for e in evicted} == {"research"}
     assert all(e["reason"] == "reclaim" and e["time"] == 10.0 for e in evicted)
+    assert all(e["preemptor"].startswith("prod/serve-") for e in evicted), evicted
     serve = [e["time"] for e in run.of("started") if e["name"].startswith("serve-")]
     assert serve == [10.0] * 4
     # research keeps its minMember (4) running to the end: its gang was never broken.

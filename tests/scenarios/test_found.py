@@ -72,3 +72,83 @@ def test_a_job_never_admitted_is_not_all_work_done(
 
     assert "all work done" not in run.stdout
     assert "result: stuck" in run.stdout, run.stdout
+
+
+def test_reclaim_before_allocate_leaves_a_pod_that_fits_to_allocate(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys, tmp_path, "found-reclaim-first.yaml", config="found-reclaim-first-config.yaml"
+    )
+
+    assert run.code == 0, run.stdout
+    assert run.placements() == {"lone": "node-0"}
+    assert [e["time"] for e in run.of("completed")] == [5.0]
+
+
+def test_backfill_never_binds_a_best_effort_gang_below_its_min_member(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "found-best-effort-gang-backfill.yaml")
+
+    assert run.placements() == {}
+    assert run.code == 4, run.stdout  # stuck: the one node it may use takes one pod
+    (stuck,) = run.summary["stuck"]
+    assert stuck["name"] == "default/trio" and "Too many pods" in stuck["reason"]
+
+
+def test_a_gang_is_never_evicted_whole_for_one_of_its_own_members(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "found-preempt-own-gang.yaml", config="preempt-config.yaml")
+
+    assert run.of("evicted") == []
+    assert run.code == 0, run.stdout
+    assert run.placements()["pair-late"] == "node-0"
+    assert [e["time"] for e in run.of("started") if e["name"] == "pair-late"] == [100.0]
+
+
+def test_reclaim_without_queue_shares_never_evicts_in_a_loop(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys,
+        tmp_path,
+        "found-reclaim-loop.yaml",
+        config="found-reclaim-loop-config.yaml",
+        extra=["--until", "100"],
+    )
+
+    assert run.of("evicted") == []
+    assert run.code == 4, run.stdout  # stuck: train waits for room nobody owes it
+    (stuck,) = run.summary["stuck"]
+    assert stuck["name"] == "default/train"
+
+
+def test_preempt_never_takes_room_the_victims_job_would_take_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys,
+        tmp_path,
+        "found-preempt-loop.yaml",
+        config="found-preempt-loop-config.yaml",
+        extra=["--until", "100"],
+    )
+
+    assert run.of("evicted") == []
+    assert run.code == 4, run.stdout  # stuck: late waits for the one pod slot
+    assert "default/late" in [s["name"] for s in run.summary["stuck"]]
+
+
+def test_each_preemptor_costs_one_eviction_when_the_victims_were_settled(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys, tmp_path, "found-settled-jobs-evicted.yaml", config="preempt-config.yaml"
+    )
+
+    assert run.code == 0, run.stderr
+    preempted = [e["name"] for e in run.of("evicted") if e["reason"] == "preempt"]
+    assert len(preempted) == 2, preempted
+    assert len([e for e in run.of("evicted") if e["reason"] == "reclaim"]) == 4

@@ -17,6 +17,10 @@ from tests.scenarios.harness import simulate
 CASES = [
     ("volcano-preempt-p3.yaml", "volcano-preempt-config.yaml", ["preemptee1"]),
     ("volcano-preempt-p4.yaml", "volcano-preempt-config.yaml", ["preemptee1", "preemptee2"]),
+    ("volcano-preempt-p5.yaml", "volcano-preempt-config.yaml", ["preemptee1"]),
+    ("volcano-preempt-p6.yaml", "volcano-preempt-config.yaml", []),
+    ("volcano-preempt-p8.yaml", "volcano-preempt-backfill-config.yaml", ["preemptee1"]),
+    ("volcano-preempt-p9.yaml", "volcano-preempt-backfill-config.yaml", ["preemptee1"]),
     ("volcano-preempt-p10.yaml", "volcano-preempt-config.yaml", []),
     ("volcano-reclaim-r1.yaml", "volcano-reclaim-config.yaml", ["preemptee2"]),
     ("volcano-reclaim-r3.yaml", "volcano-reclaim-config.yaml", ["preemptee1-1"]),

@@ -94,7 +94,7 @@ def queue_of(store: ObjectStore, pod: Pod) -> str:
     group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
     if group:
         pg = store.get(PodGroup, f"{pod.metadata.namespace}/{group}")
-        return pg.spec.queue if pg is not None else "default"
+        return (pg.spec.queue if pg is not None else "") or "default"
     return pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
 
 
@@ -214,7 +214,7 @@ class Recorder:
             self._stop(key)
             event = "evicted" if change.actor == "scheduler" else "deleted"
             self.emit(event, "Pod", meta.namespace, meta.name, node=node, job=job,
-                      reason=change.reason)  # fmt: skip
+                      reason=change.reason, preemptor=change.preemptor)  # fmt: skip
             return
         old: Pod = change.old
         if node and not old.spec.node_name:

@@ -164,7 +164,13 @@ class SimScheduler(Effects):
         return True
 
     def evict(self, eviction: Eviction) -> bool:
-        gone = self.store.delete(Pod, eviction.uid, actor=SCHEDULER, reason=eviction.reason)
+        gone = self.store.delete(
+            Pod,
+            eviction.uid,
+            actor=SCHEDULER,
+            reason=eviction.reason,
+            preemptor=eviction.preemptor,
+        )
         return gone is not None
 
     def nominate(self, nomination: Nomination) -> bool:

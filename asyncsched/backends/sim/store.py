@@ -119,6 +119,8 @@ class WatchEvent:
     actor: str
     """Who wrote it: ``user``, ``scheduler``, ``kubelet``, a controller's name..."""
     reason: str = ""
+    preemptor: str = ""
+    """For a pod evicted by the scheduler, the pod (``namespace/name``) it made room for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +263,14 @@ class ObjectStore:
         return obj
 
     def delete(
-        self, kind: type[T], key: str, *, actor: str, reason: str = "", uid: str = ""
+        self,
+        kind: type[T],
+        key: str,
+        *,
+        actor: str,
+        reason: str = "",
+        uid: str = "",
+        preemptor: str = "",
     ) -> T | None:
         """Remove the object at once (no grace period); None when it is not there (or is
         another object of that name than ``uid``)."""
@@ -273,7 +282,9 @@ class ObjectStore:
         self._by_uid.pop(current.metadata.uid, None)
         self._raw.pop((kind, key), None)
         self._version += 1
-        self._queue.append(WatchEvent("DELETED", kind, key, current, current, actor, reason))
+        self._queue.append(
+            WatchEvent("DELETED", kind, key, current, current, actor, reason, preemptor)
+        )
         return current
 
     def record(self, note: Note) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tests.scenarios.properties import steering
+from tests.scenarios.properties.evictions import eviction_invariants
 from tests.scenarios.properties.invariants import (
     GangNeverPartial,
     Invariant,
@@ -33,7 +34,8 @@ from tests.scenarios.properties.world import World
 __all__ = ["Checker", "default_invariants"]
 
 
-def default_invariants() -> list[Invariant]:
+def default_invariants(*, conformance: bool = True) -> list[Invariant]:
+    """Every invariant; ``conformance``: the configuration has the conformance plugin."""
     return [
         RunEnds(jobs=steering.CHECK_PENDING_JOBS),
         NamesAndUidsUnique(uids=steering.CHECK_UIDS),
@@ -42,6 +44,7 @@ def default_invariants() -> list[Invariant]:
         GangNeverPartial(pending_best_effort_ready=steering.BEST_EFFORT_COUNTS_READY),
         NoDoubleBinding(),
         PendingPodsHaveReasons(reasons_by_name if steering.REASONS_BY_NAME else None),
+        *eviction_invariants(conformance=conformance),
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from asyncsched.backends.sim.manifests import check_references, parse_manifests
 from asyncsched.backends.sim.objects import Manifest
 from asyncsched.framework import Registry
 from asyncsched.model import kernels
-from tests.scenarios.properties.checker import Checker
+from tests.scenarios.properties.checker import Checker, default_invariants
 from tests.scenarios.properties.invariants import QueuesWithinCapability, Violation
 from tests.scenarios.properties.world import SimWorld
 
@@ -47,11 +48,29 @@ def simulate(
     """Simulate ``text`` until it ends or ``horizon``; with ``checked``, every event goes
     through a default ``Checker`` and a broken invariant raises ``Violation``.
 
+    ``config`` is a file in tests/scenarios/yaml, or a configuration's text (several lines).
+
     A run still going after ``wall_seconds`` of real time is stopped with a ``run ends``
     Violation: a simulator that spins at one instant never reaches the horizon."""
     manifests = parse_manifests(text, "generated.yaml")
     check_references(manifests)
+    if config is not None and "\n" in config:
+        with tempfile.TemporaryDirectory() as folder:
+            written = Path(folder) / "generated-config.yaml"
+            written.write_text(config)
+            source = ConfigSource(Registry(), written)
+            return _simulate(manifests, source, horizon, checked, wall_seconds)
     source = ConfigSource(Registry(), CONFIGS / config if config else None)
+    return _simulate(manifests, source, horizon, checked, wall_seconds)
+
+
+def _simulate(
+    manifests: list[Manifest],
+    source: ConfigSource,
+    horizon: float,
+    checked: bool,
+    wall_seconds: float,
+) -> Run:
     encoder = msgspec.json.Encoder()
     lines: list[bytes] = []
     checker: Checker | None = None
@@ -63,9 +82,13 @@ def simulate(
 
     sim = Simulation(manifests, source, on_event=on_event)
     if checked:
-        checker = Checker(SimWorld(sim))
-        if config is not None and config.startswith("capacity"):
-            checker.invariants.append(capacity_invariant(manifests, "hierarchy" in config))
+        configuration = source.current.configuration
+        plugins = configuration.plugin_names()
+        checker = Checker(SimWorld(sim), default_invariants(conformance="conformance" in plugins))
+        capacity = [p for tier in configuration.tiers for p in tier.plugins if p.name == "capacity"]
+        if capacity:
+            tree = bool(capacity[0].flags.get("enableHierarchy", False))
+            checker.invariants.append(capacity_invariant(manifests, tree))
     with _wall_clock_limit(wall_seconds, sim):
         outcome = sim.run(until=horizon)
     if checker is not None:

@@ -25,7 +25,11 @@ __all__ = [
 
 ANNOTATION = "simulation.asyncsched.io/"
 GPU = "nvidia.com/gpu"
-NAMESPACES = ("default", "team-a")
+NAMESPACES = ("default", "team-a", "default", "team-a", "kube-system")
+"""kube-system less often: its pods are critical (conformance never evicts them)."""
+PREEMPTABLE = "volcano.sh/preemptable"
+CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+"""PriorityClasses every API server has (the simulator's too)."""
 ZONES = ("a", "b")
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
@@ -63,6 +67,8 @@ class Cluster:
     names: Names
     leaf_queues: list[str]
     """Queues without child queues: a Volcano Job may only name one of these."""
+    never_preempt: list[str] = field(default_factory=list)
+    """PriorityClasses with ``preemptionPolicy: Never``."""
 
 
 def submit_times() -> st.SearchStrategy[float]:
@@ -125,12 +131,28 @@ def _queue(draw: st.DrawFn, name: str, parents: dict[str, dict[str, str]]) -> di
         spec["capability"] = capability
     if draw(st.booleans()):
         spec["reclaimable"] = draw(st.booleans())
+    if not parent and draw(st.integers(0, 2)) == 0:
+        guarantee = _quantity_map(draw, {"cpu": ("500m", "1", "2", "4"), GPU: ("1", "2")})
+        deserved = spec.setdefault("deserved", {})
+        for r, v in list(guarantee.items()):
+            if r in capability and _amount(v) > _amount(capability[r]):
+                guarantee[r] = v = capability[r]  # deserved (hence guarantee) <= capability
+            if r not in deserved or _amount(deserved[r]) < _amount(v):
+                deserved[r] = v  # Volcano's webhook: what is guaranteed must be deserved
+        if guarantee:
+            spec["guarantee"] = {"resource": guarantee}
+        if not deserved:
+            del spec["deserved"]
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def _amount(quantity: str) -> float:
+    return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
 
 
 @st.composite
@@ -156,7 +178,8 @@ def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
             **{r: v for r, v in own.items() if int(v) > 0},
         }
     classes = []
-    for value in draw(st.lists(st.sampled_from((1000, 10, -5)), unique=True, max_size=2)):
+    never: list[str] = []
+    for value in draw(st.lists(st.sampled_from((1000, 10, -5, 100)), unique=True, max_size=3)):
         name = names.new("prio")
         doc: dict[str, Any] = {
             "apiVersion": "scheduling.k8s.io/v1",
@@ -166,9 +189,14 @@ def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
         }
         if value == 10 and draw(st.booleans()):
             doc["globalDefault"] = True
+        if value > 10 and draw(st.integers(0, 2)) == 0:
+            doc["preemptionPolicy"] = "Never"
+            never.append(name)
         docs.append(doc)
         classes.append(name)
-    return Cluster(docs, queues, classes, names, leaves)
+    if draw(st.integers(0, 4)) == 0:
+        classes.append(draw(st.sampled_from(CRITICAL_CLASSES)))
+    return Cluster(docs, queues, classes, names, leaves, never)
 
 
 @st.composite
@@ -253,7 +281,15 @@ def pod_templates(
         spec["overhead"] = {"cpu": "100m"}
     if draw(st.booleans()) and cluster.priority_classes:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
+        if spec["priorityClassName"] in cluster.never_preempt and draw(st.booleans()):
+            spec["preemptionPolicy"] = "Never"  # the class's own; admission takes no other
     notes: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    say = draw(st.sampled_from(("", "", "", "annotation", "label", "both")))
+    if say in ("annotation", "both"):
+        notes[PREEMPTABLE] = draw(st.sampled_from(("false", "true", "False", "0")))
+    if say in ("label", "both"):
+        labels[PREEMPTABLE] = draw(st.sampled_from(("false", "true")))
     if duration and draw(st.integers(0, 4)):
         notes[ANNOTATION + "duration"] = draw(st.sampled_from(("0", "1", "5", "10", "20", "2.5")))
     if draw(st.integers(0, 4)) == 0:
@@ -265,4 +301,6 @@ def pod_templates(
     template: dict[str, Any] = {"spec": spec}
     if notes:
         template["metadata"] = {"annotations": notes}
+    if labels:
+        template.setdefault("metadata", {})["labels"] = labels
     return template

@@ -9,6 +9,12 @@ from typing import Any
 import pytest
 
 from tests.scenarios.properties.checker import Checker
+from tests.scenarios.properties.evictions import (
+    EvictedOnce,
+    EvictionKeepsGangs,
+    EvictionKeepsGuarantees,
+    VictimsAllowed,
+)
 from tests.scenarios.properties.invariants import (
     GangNeverPartial,
     Invariant,
@@ -30,6 +36,7 @@ class FakeWorld:
     nodes: dict[str, NodeFacts] = field(default_factory=dict)
     uids: dict[tuple[str, str, str], str] = field(default_factory=dict)
     min_members: dict[tuple[str, str], int] = field(default_factory=dict)
+    guarantees: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def uid(self, kind: str, namespace: str, name: str) -> str | None:
         return self.uids.get((kind, namespace, name))
@@ -42,6 +49,12 @@ class FakeWorld:
 
     def min_member(self, namespace: str, group: str) -> int | None:
         return self.min_members.get((namespace, group))
+
+    def guarantee(self, queue: str) -> dict[str, int]:
+        return self.guarantees.get(queue, {})
+
+    def session(self) -> int:
+        return 1
 
 
 @dataclass
@@ -283,6 +296,10 @@ def test_later_capabilities_add_their_own_invariants() -> None:
         GangNeverPartial,
         NoDoubleBinding,
         PendingPodsHaveReasons,
+        EvictedOnce,
+        VictimsAllowed,
+        EvictionKeepsGangs,
+        EvictionKeepsGuarantees,
     ]
 
 
@@ -309,3 +326,80 @@ def test_queue_capability_invariant_holds_and_catches_a_queue_beyond_it() -> Non
     run(None)  # the queue holds 2 GPUs at most: its capability
     with pytest.raises(Violation, match=r"nvidia\.com/gpu 2 > capability 1"):
         run(QueuesWithinCapability({"capped": ("", {"nvidia.com/gpu": 1})}, tree=False))
+
+
+def _evicted(time: float, name: str, by: str = "default/hi", reason: str = "preempt") -> Any:
+    return ev(time, "evicted", name, node="n0", reason=reason, preemptor=by)
+
+
+def _preempting(**victims: PodFacts) -> tuple[FakeWorld, list[dict[str, Any]]]:
+    """Victims running on n0 and a waiting preemptor ``hi`` of the same queue."""
+    w = world(min_member=1, hi=facts(), **victims)
+    events = [ev(0, "submitted", name) for name in ["hi", *victims]]
+    for name in victims:
+        events += bind(0, name)
+    return w, events
+
+
+def test_a_sound_eviction_passes() -> None:
+    w, events = _preempting(a=facts(), b=facts())
+    run(w, [*events, _evicted(2, "a"), ev(3, "bound", "hi", node="n0")])
+
+
+def test_a_pod_evicted_twice() -> None:
+    w, events = _preempting(a=facts())
+    w.uids[("Pod", "default", "a")] = "uid-a"
+    again = [ev(2, "created", "a"), *bind(2, "a")]
+    with pytest.raises(Violation, match=r"t=3s: evicted once: Pod default/a: uid uid-a"):
+        run(w, [*events, _evicted(1, "a"), *again, _evicted(3, "a")])
+
+
+def test_a_pod_that_says_it_is_not_preemptable() -> None:
+    w, events = _preempting(a=facts(preemptable=False))
+    with pytest.raises(Violation, match=r"victim rules: Pod default/a: .*preemptable is false"):
+        run(w, [*events, _evicted(2, "a")])
+
+
+def test_a_critical_pod_only_when_conformance_is_on() -> None:
+    w, events = _preempting(a=facts(critical=True))
+    with pytest.raises(Violation, match=r"victim rules: Pod default/a: .*critical"):
+        run(w, [*events, _evicted(2, "a")])
+    run(w, [*events, _evicted(2, "a")], invariants=[VictimsAllowed(conformance=False)])
+
+
+def test_a_preemptor_that_never_preempts() -> None:
+    w, events = _preempting(a=facts())
+    w.pods[("default", "hi")] = facts(never_preempts=True)
+    with pytest.raises(Violation, match=r"for default/hi, whose preemptionPolicy is Never"):
+        run(w, [*events, _evicted(2, "a")])
+
+
+def test_preempt_stays_in_its_queue_and_reclaim_leaves_it() -> None:
+    w, events = _preempting(a=facts(queue="other"))
+    with pytest.raises(Violation, match=r"preempted across queues"):
+        run(w, [*events, _evicted(2, "a")])
+    run(
+        w,
+        [*events, _evicted(2, "a", reason="reclaim")],
+        invariants=[VictimsAllowed(conformance=True)],
+    )
+
+
+def test_a_gang_left_below_min_member() -> None:
+    w, events = _preempting(a=facts(), b=facts())
+    w.min_members[("default", "g")] = 2
+    with pytest.raises(Violation, match=r"gang kept by eviction: PodGroup default/g: evicting a"):
+        run(w, [*events, _evicted(2, "a")])
+    whole = [*events, _evicted(2, "a"), _evicted(2, "b")]
+    run(w, whole, invariants=[EvictionKeepsGangs()])
+
+
+def test_a_queue_left_below_its_guarantee() -> None:
+    w, events = _preempting(a=facts(queue="q"), b=facts(queue="q"))
+    w.guarantees["q"] = {"cpu": 2000}
+    with pytest.raises(Violation, match=r"queue guarantee: Queue q: .*cpu 1000 held"):
+        run(
+            w, [*events, _evicted(2, "a", reason="reclaim")], invariants=[EvictionKeepsGuarantees()]
+        )
+    w.pods[("default", "hi")] = facts(queue="q")
+    run(w, [*events, _evicted(2, "a")], invariants=[EvictionKeepsGuarantees()])

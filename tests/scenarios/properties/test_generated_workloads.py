@@ -20,21 +20,31 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from asyncsched.model import kernels
+from tests.scenarios.properties.configs import evicting_configs
 from tests.scenarios.properties.runner import kernels_used, simulate
 from tests.scenarios.properties.workloads import Input, inputs
 
 ROOT = Path(__file__).resolve().parents[3]
-CONFIGS = st.sampled_from(
-    [None, "binpack-config.yaml", "capacity-config.yaml", "capacity-hierarchy-config.yaml"]
+CONFIGS = st.one_of(
+    st.sampled_from(
+        [None, "binpack-config.yaml", "capacity-config.yaml", "capacity-hierarchy-config.yaml"]
+    ),
+    evicting_configs(),
 )
+"""A configuration file of tests/scenarios/yaml (None: the default), or a generated one
+that preempts and reclaims (YAML text)."""
 
 
 @given(inputs(), CONFIGS)
 def test_invariants_hold_at_every_instant(workload: Input, config: str | None) -> None:
     text = workload.yaml()
     note(text)
+    if config is not None and "\n" in config:
+        note(config)
     run = simulate(text, horizon=workload.horizon, config=config)
     event(f"outcome: {run.outcome.reason}")
+    evicted = run.events.count(b'"event":"evicted"')
+    event("pods evicted: " + ("5 or more" if evicted >= 5 else str(evicted)))
     bound = run.events.count(b'"event":"bound"')
     event("pods bound: " + ("10 or more" if bound >= 10 else str(bound)))
 
@@ -44,6 +54,8 @@ def test_invariants_hold_at_every_instant(workload: Input, config: str | None) -
 def test_same_input_same_events_with_either_kernels(workload: Input, config: str | None) -> None:
     text = workload.yaml()
     note(text)
+    if config is not None and "\n" in config:
+        note(config)
     first = simulate(text, horizon=workload.horizon, config=config, checked=False).events
     again = simulate(text, horizon=workload.horizon, config=config, checked=False).events
     assert again == first, "a second run of the same input differs"

@@ -217,7 +217,7 @@ def _deployment(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     ns = draw(st.sampled_from(NAMESPACES))
     name = cluster.names.new("web")
     template = draw(pod_templates(cluster, restart_policies=("Always",), duration=False))
-    template.setdefault("metadata", {})["labels"] = {"app": name}
+    template.setdefault("metadata", {}).setdefault("labels", {})["app"] = name
     meta: dict[str, Any] = {"name": name, "namespace": ns}
     if draw(st.integers(0, 3)) == 0:
         meta["annotations"] = {

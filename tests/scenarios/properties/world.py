@@ -16,13 +16,23 @@ needs the larger of that and its biggest init container, plus overhead.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queue, to_units
+from asyncsched.api import (
+    GROUP_NAME_ANNOTATION,
+    Job,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Queue,
+    to_units,
+)
 from asyncsched.api.core import Container
 from asyncsched.backends.sim import Simulation
 from asyncsched.backends.sim.manifests import NEEDS_WHOLE_GROUP_ANNOTATION
+from asyncsched.backends.sim.recorder import queue_of
 
 __all__ = ["NodeFacts", "PodFacts", "SimWorld", "World", "container_requests"]
 
@@ -45,8 +55,13 @@ class PodFacts:
     required_terms: tuple[Mapping[str, Any], ...] = ()
     """Required node affinity: nodeSelectorTerms (ORed), each with matchExpressions."""
     tolerations: tuple[Mapping[str, Any], ...] = ()
-    queue: str = ""
-    """Its PodGroup's queue ('' when the world does not say)."""
+    queue: str = "default"
+    preemptable: bool = True
+    """``volcano.sh/preemptable`` does not say false (the annotation, else the label)."""
+    critical: bool = False
+    """In kube-system, or of a system-critical PriorityClass (Kubernetes' critical pods)."""
+    never_preempts: bool = False
+    """Its preemptionPolicy is Never: its own, else its PriorityClass's (admission's rule)."""
 
     @property
     def best_effort(self) -> bool:
@@ -77,6 +92,14 @@ class World(Protocol):
         """The PodGroup's minMember, None when there is no such PodGroup."""
         ...
 
+    def guarantee(self, queue: str) -> Mapping[str, int]:
+        """The queue's ``spec.guarantee.resource`` (empty when it has none)."""
+        ...
+
+    def session(self) -> int:
+        """How many scheduling sessions have run so far."""
+        ...
+
 
 def container_requests(container: Container) -> dict[str, int]:
     quantities = {**container.resources.limits, **container.resources.requests}
@@ -88,7 +111,24 @@ def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
         total[r] = total.get(r, 0) + v
 
 
-def pod_facts(pod: Pod, scheduler_names: tuple[str, ...]) -> PodFacts:
+PREEMPTABLE = "volcano.sh/preemptable"
+SYSTEM_NAMESPACE = "kube-system"
+CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+_FALSE = ("0", "f", "F", "false", "False", "FALSE")
+
+
+def _says_preemptable(pod: Pod) -> bool:
+    meta = pod.metadata
+    value = meta.annotations.get(PREEMPTABLE, meta.labels.get(PREEMPTABLE))
+    return value not in _FALSE
+
+
+def pod_facts(
+    pod: Pod,
+    scheduler_names: tuple[str, ...],
+    queue: str = "default",
+    class_policy: str = "",
+) -> PodFacts:
     running: dict[str, int] = {}
     for c in pod.spec.containers:
         _add(running, container_requests(c))
@@ -112,6 +152,7 @@ def pod_facts(pod: Pod, scheduler_names: tuple[str, ...]) -> PodFacts:
         for t in (required.node_selector_terms if required else [])
     )
     notes = pod.metadata.annotations
+    policy = pod.spec.preemption_policy or class_policy
     return PodFacts(
         requests=running,
         start_requests=start,
@@ -124,6 +165,11 @@ def pod_facts(pod: Pod, scheduler_names: tuple[str, ...]) -> PodFacts:
             {"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect}
             for t in pod.spec.tolerations
         ),
+        queue=queue,
+        preemptable=_says_preemptable(pod),
+        critical=pod.metadata.namespace == SYSTEM_NAMESPACE
+        or pod.spec.priority_class_name in CRITICAL_CLASSES,
+        never_preempts=policy == "Never",
     )
 
 
@@ -163,14 +209,13 @@ class SimWorld:
         return str(obj.metadata.uid) if obj is not None else None
 
     def pod(self, namespace: str, name: str) -> PodFacts | None:
-        pod = self.sim.store.get(Pod, f"{namespace}/{name}")
+        store = self.sim.store
+        pod = store.get(Pod, f"{namespace}/{name}")
         if pod is None:
             return None
-        facts = pod_facts(pod, self.scheduler_names)
-        group = self.sim.store.get(PodGroup, f"{namespace}/{facts.group}") if facts.group else None
-        if group is not None:
-            facts = replace(facts, queue=group.spec.queue or "default")
-        return facts
+        klass = store.get(PriorityClass, pod.spec.priority_class_name)
+        policy = klass.preemption_policy if klass is not None else ""
+        return pod_facts(pod, self.scheduler_names, queue_of(store, pod), policy)
 
     def node(self, name: str) -> NodeFacts | None:
         node = self.sim.store.get(Node, name)
@@ -179,3 +224,11 @@ class SimWorld:
     def min_member(self, namespace: str, group: str) -> int | None:
         pg = self.sim.store.get(PodGroup, f"{namespace}/{group}")
         return pg.spec.min_member if pg is not None else None
+
+    def guarantee(self, queue: str) -> Mapping[str, int]:
+        found = self.sim.store.get(Queue, queue)
+        amounts = found.spec.guarantee.get("resource", {}) if found is not None else {}
+        return {r: to_units(r, str(q)) for r, q in (amounts or {}).items()}
+
+    def session(self) -> int:
+        return self.sim.sessions

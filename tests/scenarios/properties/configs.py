@@ -1,0 +1,46 @@
+"""Hypothesis strategy for scheduler configurations that evict: Volcano's actions with
+preempt and/or reclaim, and tiers of the plugins whose victim rules they rely on.
+
+gang and predicates are always there (without them a gang may run partly and a pod land
+where a taint forbids, which other invariants forbid); priority, conformance, drf and
+nodeorder come and go; the queue shares are kept by proportion (sometimes in the first
+tier, as in Volcano's reclaim tests), by capacity (flat, or over the queue tree with
+``enableHierarchy``), or by neither.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+__all__ = ["evicting_configs"]
+
+ACTIONS = (
+    "enqueue, allocate, preempt, reclaim, backfill",
+    "enqueue, allocate, preempt, reclaim, backfill",
+    "enqueue, allocate, reclaim, preempt, backfill",
+    "enqueue, allocate, preempt, backfill",
+    "enqueue, allocate, reclaim, backfill",
+    "enqueue, reclaim, allocate, preempt, backfill",
+)
+
+
+@st.composite
+def evicting_configs(draw: st.DrawFn) -> str:
+    """A configuration's YAML text."""
+    first = ["gang"] + [p for p in ("priority", "conformance") if draw(st.booleans())]
+    second = ["predicates"] + [p for p in ("drf", "nodeorder") if draw(st.booleans())]
+    share = draw(st.sampled_from(("", "proportion", "proportion", "capacity", "capacity-tree")))
+    if share == "proportion" and draw(st.integers(0, 3)) == 0:
+        first.append(share)
+    elif share:
+        second.append(share)
+    first = draw(st.permutations(first))
+    lines = [f'actions: "{draw(st.sampled_from(ACTIONS))}"', "tiers:"]
+    for tier in (first, second):
+        lines.append("- plugins:")
+        for name in tier:
+            if name == "capacity-tree":
+                lines += ["  - name: capacity", "    enableHierarchy: true"]
+            else:
+                lines.append(f"  - name: {name}")
+    return "\n".join(lines) + "\n"

@@ -299,9 +299,11 @@ class Simulation:
                 "nothing can progress",
             )
         if waiting:
+            # A gang may have no pods yet: a Volcano Job whose PodGroup is never admitted.
+            pods = f"{_count(pending, 'pod')} in " if pending else ""
             return self._outcome(
                 "stuck",
-                f"stuck at t={self.now:g}s: {_count(pending, 'pod')} in "
+                f"stuck at t={self.now:g}s: {pods}"
                 f"{_count(len(waiting), 'gang or lone pod', 'gangs or lone pods')} can never be "
                 "scheduled with what is running now",
             )

@@ -19,9 +19,12 @@ CASES = [
     ("volcano-preempt-p4.yaml", "volcano-preempt-config.yaml", ["preemptee1", "preemptee2"]),
     ("volcano-preempt-p5.yaml", "volcano-preempt-config.yaml", ["preemptee1"]),
     ("volcano-preempt-p6.yaml", "volcano-preempt-config.yaml", []),
+    ("volcano-preempt-p7.yaml", "volcano-preempt-config.yaml", ["preemptee2"]),
     ("volcano-preempt-p8.yaml", "volcano-preempt-backfill-config.yaml", ["preemptee1"]),
     ("volcano-preempt-p9.yaml", "volcano-preempt-backfill-config.yaml", ["preemptee1"]),
     ("volcano-preempt-p10.yaml", "volcano-preempt-config.yaml", []),
+    ("volcano-preempt-p12.yaml", "volcano-preempt-config.yaml", ["preemptee2"]),
+    ("volcano-preempt-p13.yaml", "volcano-preempt-config.yaml", ["q2-preemptee1"]),
     ("volcano-reclaim-r1.yaml", "volcano-reclaim-config.yaml", ["preemptee2"]),
     ("volcano-reclaim-r3.yaml", "volcano-reclaim-config.yaml", ["preemptee1-1"]),
 ]
@@ -41,3 +44,17 @@ def test_volcano_case_evicts_the_victims_volcano_expects(
     assert sorted(e["name"] for e in run.of("evicted")) == victims
     assert all(e["time"] == 1.0 for e in run.of("evicted"))
     assert "all work done" in run.stdout
+
+
+def test_volcano_case_p11_evicts_nothing_for_a_preemptor_its_queue_can_never_hold(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys, tmp_path, "volcano-preempt-p11.yaml", config="volcano-preempt-config.yaml"
+    )
+
+    assert run.code == 4, run.stdout  # stuck: 4 cpu asked of a queue capable of 3
+    assert run.of("evicted") == []
+    assert sorted(e["name"] for e in run.of("completed")) == ["preemptee1", "preemptee2"]
+    waiting = run.stdout.split("waiting when the run ended", 1)[1]
+    assert "PodGroup c1/pg2 (1 pod)" in waiting, waiting

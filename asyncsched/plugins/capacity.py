@@ -27,6 +27,7 @@ from asyncsched.framework.hooks import (
     JOB_VALID,
     QUEUE_ORDER,
     RECLAIMABLE,
+    SHARE_RECLAIMABLE,
     ValidateResult,
 )
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
@@ -130,6 +131,7 @@ class CapacityPlugin:
         ssn.add(JOB_ENQUEUED, self.name, self._enqueued)
         reclaim = Reclaim(ssn, self.tree, self.ancestor_reclaim_level, self.victim_queue_order)
         ssn.add(RECLAIMABLE, self.name, reclaim.victims)
+        ssn.add(SHARE_RECLAIMABLE, self.name, reclaim.victims)
         # Hooks the preempt and reclaim actions bring, when the framework has them.
         optional: dict[str, Any] = {
             "PREEMPTIVE": self.preemptive,

@@ -31,6 +31,7 @@ from asyncsched.framework.hooks import (
     OVERUSED,
     QUEUE_ORDER,
     RECLAIMABLE,
+    SHARE_RECLAIMABLE,
 )
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
 from asyncsched.model.queue_tree import queue_books
@@ -176,6 +177,12 @@ class ProportionPlugin:
         ssn.add(JOB_ENQUEUEABLE, self.name, lambda job: self._enqueueable(ssn, job))
         ssn.add(JOB_ENQUEUED, self.name, self._enqueued)
 
+        def victims(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+            return self._reclaim_victims(ssn, reclaimer, reclaimees)
+
+        ssn.add(RECLAIMABLE, self.name, victims)
+        ssn.add(SHARE_RECLAIMABLE, self.name, victims)
+
         def moved(task: TaskInfo, sign: int) -> None:
             job = ssn.jobs.get(task.job)
             attr = self.queues.get(job.queue) if job is not None else None
@@ -184,18 +191,18 @@ class ProportionPlugin:
                 attr.allocated = attr.allocated + change
                 attr.stale = True  # the share is recomputed when next read
 
-        ssn.add(RECLAIMABLE, self.name, lambda t, ts: self.reclaim_victims(ssn, t, ts))
         ssn.add_event_handler(
             self.name, EventHandler(lambda t: moved(t, 1), lambda t: moved(t, -1))
         )
 
-    def reclaim_victims(
+    def _reclaim_victims(
         self, ssn: Session, reclaimer: TaskInfo, reclaimees: list[TaskInfo]
     ) -> list[TaskInfo]:
         """The reclaimees whose queues may give them back (see the module's docstring).
 
-        Public so that reclaim applies it even when an earlier tier decides the
-        victims alone (Volcano's issue #5896: proportion is then never asked).
+        Registered for RECLAIMABLE, as Volcano's is, and for SHARE_RECLAIMABLE, so
+        that it holds even when an earlier tier decides the victims alone (Volcano's
+        issue #5896: proportion is then never asked).
         """
         own = ssn.jobs.get(reclaimer.job)
         mine = self.queues.get(own.queue) if own is not None else None

@@ -93,3 +93,14 @@ def test_two_queues_wanting_more_than_the_cluster_settle_without_ping_pong(
     held = Counter(e["namespace"] for e in run.of("started") if e["time"] == 5.0)
     assert held["late"] == 6
     assert "all work done" in run.stdout
+
+
+def test_queue_shares_hold_whatever_tier_decides_the_victims(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = _run(capsys, tmp_path, "reclaim-share-any-tier.yaml")
+
+    # steady holds no more than it deserves: its pod is not taken for late, although gang
+    # and conformance, deciding the victims in tier 1, would let it go (Volcano's #5896).
+    assert run.of("evicted") == []
+    assert [e["time"] for e in run.of("bound") if e["name"] == "late-0"] == [500.0]

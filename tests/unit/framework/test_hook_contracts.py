@@ -245,9 +245,9 @@ tiers:
 
 
 UNREACHED = {("drf", "preemptable"), ("proportion", "reclaimable")}
-"""Registered answers the scenarios never ask for: drf sits in tier 2 and the first tier
-always decides preemption victims; reclaim applies proportion's share rule itself
-(actions/reclaim.py, SHARE_RULES) rather than through the hook."""
+"""Registered answers the scenarios never ask for: drf and proportion sit in tier 2, and
+the first tier always decides the victims of preemption and reclaim (proportion's rule
+reaches reclaim through share_reclaimable instead)."""
 
 
 def _workloads() -> list[list[Path]]:

@@ -241,3 +241,5 @@ def test_reclaim_takes_only_what_a_queue_holds_beyond_its_deserved_share() -> No
     reclaimer = ssn.jobs["default/h"].pending_tasks()[0]
     running = sorted(ssn.jobs["default/l"].tasks_in(TaskStatus.RUNNING), key=lambda t: t.name)
     assert len(ssn.reclaimable(reclaimer, running)) == 4
+    # the same rule narrows victims another tier chose (share_reclaimable)
+    assert ssn.share_reclaimable(reclaimer, running) == ssn.reclaimable(reclaimer, running)

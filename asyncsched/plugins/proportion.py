@@ -29,6 +29,7 @@ from asyncsched.framework.hooks import (
     JOB_ENQUEUEABLE,
     JOB_ENQUEUED,
     OVERUSED,
+    PREEMPTIVE,
     QUEUE_ORDER,
     RECLAIMABLE,
     SHARE_RECLAIMABLE,
@@ -174,6 +175,7 @@ class ProportionPlugin:
         ssn.add(QUEUE_ORDER, self.name, self._queue_order)
         ssn.add(OVERUSED, self.name, self._overused)
         ssn.add(ALLOCATABLE, self.name, self._allocatable)
+        ssn.add(PREEMPTIVE, self.name, self._preemptive)
         ssn.add(JOB_ENQUEUEABLE, self.name, lambda job: self._enqueueable(ssn, job))
         ssn.add(JOB_ENQUEUED, self.name, self._enqueued)
 
@@ -239,15 +241,23 @@ class ProportionPlugin:
         return attr is not None and attr.deserved.fits_in(attr.allocated)
 
     def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._within_deserved(queue, task.resreq)
+
+    def _preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        """A queue may reclaim for tasks it may take: within its deserved amount (Volcano's
+        proportion answers Preemptive with its Allocatable over the tasks together)."""
+        return self._within_deserved(queue, sum((t.resreq for t in tasks), Resource()))
+
+    def _within_deserved(self, queue: QueueInfo, request: Resource) -> bool:
         if not queue.is_open():
             return False
         attr = self.queues.get(queue.name)
         if attr is None:
             return True
         # fits_where_requested(allocated + request, deserved, request) == [], without
-        # building the sum: this runs once per task placed.
+        # building the sum: allocatable asks it once per task placed.
         allocated, deserved = attr.allocated, attr.deserved
-        for name, amount in task.resreq.items():
+        for name, amount in request.items():
             if amount > 0 and name != PODS and allocated.get(name) + amount > deserved.get(name):
                 return False
         return True

@@ -173,6 +173,17 @@ def test_allocatable_only_within_deserved_and_only_for_open_queues() -> None:
     assert not ssn.allocatable(heavy, h_job.pending_tasks()[0])
 
 
+def test_a_queue_may_reclaim_for_tasks_that_together_stay_within_its_deserved() -> None:
+    snap = busy_cluster()
+    ssn, _ = open_session(snap)
+    light, pending = snap.queues["light"], ssn.jobs["default/l"].pending_tasks()
+    # light deserves 4 cpu and holds none: 4 tasks of 1 cpu together fit, 5 do not
+    assert ssn.preemptive(light, pending[:4])
+    assert not ssn.preemptive(light, pending[:5])
+    light.state = QueueState.CLOSED
+    assert not ssn.preemptive(light, pending[:1])
+
+
 def test_queue_with_lower_share_is_served_first_unless_priority_says_otherwise() -> None:
     snap = snapshot(
         node("n1", cpu="16", memory="64Gi"),

@@ -114,3 +114,14 @@ def test_a_volcano_job_restarts_when_preempt_evicts_its_pod(
         (40.0, "batch-worker-2"),
         (40.0, "batch-worker-3"),
     ], "two workers on what urgent left, two more once urgent is done"
+
+
+def test_queue_shares_hold_whatever_tier_decides_the_victims(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = _run(capsys, tmp_path, "reclaim-share-any-tier.yaml")
+
+    # steady holds no more than it deserves: its pod is not taken for late, although gang
+    # and conformance, deciding the victims in tier 1, would let it go (Volcano's #5896).
+    assert run.of("evicted") == []
+    assert [e["time"] for e in run.of("bound") if e["name"] == "late-0"] == [500.0]

@@ -1,7 +1,8 @@
 """Volcano's own preempt and reclaim unit-test cases, as scenarios (regression tests).
 
 Each YAML file names its case (see Volcano's pkg/scheduler/actions/preempt and
-reclaim tests); the victims must be the ones Volcano's tests expect. The
+reclaim tests, and pkg/scheduler/plugins/capacity); the victims must be the ones
+Volcano's tests expect. The
 victims run from t=0 and the preemptor arrives at t=1, since here allocate
 runs first and places what fits without evicting.
 """
@@ -27,6 +28,19 @@ CASES = [
     ("volcano-preempt-p13.yaml", "volcano-preempt-config.yaml", ["q2-preemptee1"]),
     ("volcano-reclaim-r1.yaml", "volcano-reclaim-config.yaml", ["preemptee2"]),
     ("volcano-reclaim-r3.yaml", "volcano-reclaim-config.yaml", ["preemptee1-1"]),
+    # capacity_test.go, each with the tier of Volcano's test and with the usual layout
+    # (conformance in tier 1, capacity in tier 2)
+    *(
+        (f"volcano-capacity-{case}.yaml", config, victims)
+        for config in ("volcano-capacity-reclaim-config.yaml", "capacity-reclaim-config.yaml")
+        for case, victims in [
+            ("c2", ["p6"]),  # q4 holds none of its deserved amount, q3 twice its own
+            ("c5", ["p18"]),  # within the deserved amount on one resource is enough
+            ("c6", []),  # q12 holds its deserved cpu already: it may not reclaim
+            ("c10", []),  # beyond queue21's capability, though n10 has room
+        ]
+    ),
+    ("volcano-capacity-h3.yaml", "volcano-capacity-hierarchy-reclaim-config.yaml", ["p7"]),
 ]
 
 

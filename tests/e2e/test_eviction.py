@@ -8,9 +8,12 @@ reclaim, backfill), from a file rather than the shared ConfigMap so other tests 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 from pathlib import Path
 from typing import Any
+
+from kubernetes_asyncio import client, watch
 
 from tests.e2e import test_scheduler
 from tests.e2e.kubeops import wait_for
@@ -38,9 +41,11 @@ def _queue(name: str, deserved_gpus: int = 0) -> dict[str, Any]:
     if deserved_gpus:
         spec["deserved"] = {GPU: str(deserved_gpus)}
     return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-        "metadata": {"name": name}, "spec": spec,
-    }  # fmt: skip
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def _job(bed: Bed, name: str, queue: str, gpu: int, priority: str = "") -> list[dict[str, Any]]:
@@ -52,9 +57,11 @@ def _job(bed: Bed, name: str, queue: str, gpu: int, priority: str = "") -> list[
     if priority:
         pod["spec"]["priorityClassName"] = spec["priorityClassName"] = priority
     group = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-        "metadata": {"name": name}, "spec": spec,
-    }  # fmt: skip
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
     return [group, pod]
 
 
@@ -76,18 +83,34 @@ async def _fill(bed: Bed, queue: str, count: int) -> list[str]:
     return names
 
 
-async def _wait_nominated(bed: Bed, pod: str, node: str) -> None:
-    """The preemptor was nominated to the node it was then bound to."""
+class _Nominations:
+    """Every ``status.nominatedNodeName`` a pod showed, read from a watch as ``kubectl get
+    pod -w`` would: since Kubernetes 1.35 the API server clears the field when the pod is
+    bound, so it can only be seen while the victims are leaving."""
 
-    deadline = asyncio.get_running_loop().time() + 20
-    while True:
-        status = (await _live(bed))[pod]["status"]
-        if status.get("nominatedNodeName") == node:
-            return
-        assert asyncio.get_running_loop().time() < deadline, (
-            f"{pod}: status.nominatedNodeName is {status.get('nominatedNodeName')!r}, not {node}"
-        )
-        await asyncio.sleep(0.2)
+    def __init__(self, bed: Bed, pod: str) -> None:
+        self.seen: list[str] = []
+        self._task = asyncio.create_task(self._watch(bed, pod))
+
+    async def _watch(self, bed: Bed, pod: str) -> None:
+        core = client.CoreV1Api(bed.kube.api)
+        async with watch.Watch().stream(
+            core.list_namespaced_pod,
+            bed.kube.namespace,
+            field_selector=f"metadata.name={pod}",
+            timeout_seconds=120,
+        ) as stream:
+            async for event in stream:
+                node = event["object"].status.nominated_node_name
+                if node and node not in self.seen:
+                    self.seen.append(node)
+
+    async def close(self) -> list[str]:
+        await asyncio.sleep(0.5)  # the last events of the watch
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        return self.seen
 
 
 async def _delete_queues(bed: Bed, *names: str) -> None:
@@ -103,6 +126,7 @@ async def test_reclaim_takes_back_a_lent_share_through_the_eviction_api(bed: Bed
     try:
         # the lender's queue holds every GPU of the six nodes while the owner's is idle
         taken = await _fill(bed, lender, len(bed.nodes))
+        nominations = _Nominations(bed, "claim")
         await bed.submit(*_job(bed, "claim", owner, 8))
 
         placed = await bed.wait_bound({"claim"}, timeout=60)
@@ -112,7 +136,7 @@ async def test_reclaim_takes_back_a_lent_share_through_the_eviction_api(bed: Bed
         gone = next(n for n in taken if n not in live)
         events = [e["reason"] for e in await bed.events_for(gone)]
         assert "Evict" in events or "Preempted" in events or "Killing" in events, events
-        await _wait_nominated(bed, "claim", placed["claim"])
+        assert await nominations.close() == [placed["claim"]], "nominated where it then ran"
         assert scheduler.alive()
     finally:
         scheduler.terminate()
@@ -123,10 +147,11 @@ async def test_a_pod_protected_by_a_disruption_budget_is_not_evicted(bed: Bed) -
     lender, owner = f"{bed.label}-lender", f"{bed.label}-owner"
     await bed.submit(_queue(lender, deserved_gpus=16), _queue(owner, deserved_gpus=32))
     budget = {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
         "metadata": {"name": "keep-all"},
         "spec": {"minAvailable": len(bed.nodes), "selector": {"matchLabels": {"app": lender}}},
-    }  # fmt: skip
+    }
     path = f"/apis/policy/v1/namespaces/{bed.kube.namespace}/poddisruptionbudgets"
     await request(bed.kube.api, "POST", path, budget)
     scheduler = _scheduler(bed, CAPACITY_RECLAIM)
@@ -159,7 +184,7 @@ async def test_high_priority_preempts_low_within_one_queue(bed: Bed) -> None:
             "kind": "PriorityClass",
             "metadata": {"name": f"{bed.label}-{name}"},
             "value": value,
-        }  # fmt: skip
+        }
         for name, value in (("low", 10), ("high", 1000))
     ]
     for pc in classes:
@@ -171,12 +196,13 @@ async def test_high_priority_preempts_low_within_one_queue(bed: Bed) -> None:
         for name in names:
             await bed.submit(*_job(bed, name, shared, 8, priority=f"{bed.label}-low"))
         await bed.wait_bound(set(names), timeout=60)
+        nominations = _Nominations(bed, "urgent")
         await bed.submit(*_job(bed, "urgent", shared, 8, priority=f"{bed.label}-high"))
 
         placed = await bed.wait_bound({"urgent"}, timeout=60)
         live = await _live(bed)
         assert sum(1 for n in names if n in live) == len(names) - 1, "exactly one victim"
-        await _wait_nominated(bed, "urgent", placed["urgent"])
+        assert await nominations.close() == [placed["urgent"]], "nominated where it then ran"
     finally:
         scheduler.terminate()
         await _delete_queues(bed, shared)

@@ -48,21 +48,28 @@ def _queue(name: str, deserved_gpus: int = 0) -> dict[str, Any]:
     }
 
 
-def _job(bed: Bed, name: str, queue: str, gpu: int, priority: str = "") -> list[dict[str, Any]]:
-    """A one-pod PodGroup in ``queue`` whose pod takes ``gpu`` GPUs. Volcano compares the
-    PodGroups' priorities, so the class goes on both."""
-    pod = bed.pod(name, group=name, gpu=gpu)
-    pod["metadata"]["labels"] = {"app": queue}
+def _job(
+    bed: Bed, name: str, queue: str, gpu: int, priority: str = "", size: int = 1
+) -> list[dict[str, Any]]:
+    """A PodGroup in ``queue`` (minMember 1) with ``size`` pods taking ``gpu`` GPUs each,
+    named ``name`` (one pod) or ``name-<i>``. Volcano compares the PodGroups'
+    priorities, so the class goes on the group and its pods."""
+    names = [name] if size == 1 else [f"{name}-{i}" for i in range(size)]
     spec: dict[str, Any] = {"minMember": 1, "queue": queue}
     if priority:
-        pod["spec"]["priorityClassName"] = spec["priorityClassName"] = priority
+        spec["priorityClassName"] = priority
     group = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name},
         "spec": spec,
     }
-    return [group, pod]
+    pods = [bed.pod(pod, group=name, gpu=gpu) for pod in names]
+    for pod in pods:
+        pod["metadata"]["labels"] = {"app": queue}
+        if priority:
+            pod["spec"]["priorityClassName"] = priority
+    return [group, *pods]
 
 
 async def _live(bed: Bed) -> dict[str, dict[str, Any]]:
@@ -75,10 +82,11 @@ async def _live(bed: Bed) -> dict[str, dict[str, Any]]:
 
 
 async def _fill(bed: Bed, queue: str, count: int) -> list[str]:
-    """``count`` 8-GPU pods in ``queue``, one per node, all bound."""
+    """One elastic job in ``queue`` (minMember 1) of ``count`` 8-GPU pods, one per node,
+    all bound. Elastic, because gang lets preempt and reclaim take only the pods a job
+    runs beyond its minMember, as in Volcano: a job of one pod is never a victim."""
+    await bed.submit(*_job(bed, queue, queue, 8, size=count))
     names = [f"{queue}-{i}" for i in range(count)]
-    for name in names:
-        await bed.submit(*_job(bed, name, queue, 8))
     await bed.wait_bound(set(names), timeout=60)
     return names
 
@@ -192,9 +200,9 @@ async def test_high_priority_preempts_low_within_one_queue(bed: Bed) -> None:
     await bed.submit(_queue(shared))
     scheduler = _scheduler(bed, PREEMPT)
     try:
+        low = f"{bed.label}-low"
+        await bed.submit(*_job(bed, "low", shared, 8, priority=low, size=len(bed.nodes)))
         names = [f"low-{i}" for i in range(len(bed.nodes))]
-        for name in names:
-            await bed.submit(*_job(bed, name, shared, 8, priority=f"{bed.label}-low"))
         await bed.wait_bound(set(names), timeout=60)
         nominations = _Nominations(bed, "urgent")
         await bed.submit(*_job(bed, "urgent", shared, 8, priority=f"{bed.label}-high"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -152,68 +153,80 @@ async def test_reclaim_takes_back_a_lent_share_through_the_eviction_api(bed: Bed
 
 
 async def test_a_pod_protected_by_a_disruption_budget_is_not_evicted(bed: Bed) -> None:
-    lender, owner = f"{bed.label}-lender", f"{bed.label}-owner"
-    await bed.submit(_queue(lender, deserved_gpus=16), _queue(owner, deserved_gpus=32))
+    """The scheduler's configuration has no pdb plugin, so it picks a protected victim;
+    the Eviction API refuses it, the scheduler logs the refusal and carries on."""
+    shared = f"{bed.label}-shared"
     budget = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": {"name": "keep-all"},
-        "spec": {"minAvailable": len(bed.nodes), "selector": {"matchLabels": {"app": lender}}},
+        "spec": {"minAvailable": len(bed.nodes), "selector": {"matchLabels": {"app": shared}}},
     }
     path = f"/apis/policy/v1/namespaces/{bed.kube.namespace}/poddisruptionbudgets"
     await request(bed.kube.api, "POST", path, budget)
-    scheduler = _scheduler(bed, CAPACITY_RECLAIM)
+    await bed.submit(_queue(shared))
+    async with _priority_classes(bed) as (low, high):
+        scheduler = _scheduler(bed, PREEMPT)
+        try:
+            await bed.submit(*_job(bed, "low", shared, 8, priority=low, size=len(bed.nodes)))
+            names = [f"low-{i}" for i in range(len(bed.nodes))]
+            await bed.wait_bound(set(names), timeout=60)
+
+            async def budget_counts_them() -> bool:
+                got = await request(bed.kube.api, "GET", f"{path}/keep-all")
+                return int(got.get("status", {}).get("currentHealthy", 0)) == len(names)
+
+            await wait_for(budget_counts_them, 60, "the budget to count the pods")
+            await bed.submit(*_job(bed, "urgent", shared, 8, priority=high))
+            scheduler.wait_for_line("refused", timeout=60)
+            await asyncio.sleep(3)  # more sessions: every eviction is refused again
+
+            live = await _live(bed)
+            assert all(live[n]["spec"].get("nodeName") for n in names), "no pod evicted"
+            assert not live["urgent"]["spec"].get("nodeName"), "the urgent pod waits"
+            assert scheduler.alive()
+        finally:
+            scheduler.terminate()
+            await _delete_queues(bed, shared)
+
+
+@contextlib.asynccontextmanager
+async def _priority_classes(bed: Bed) -> AsyncIterator[tuple[str, str]]:
+    """A low (10) and a high (1000) PriorityClass of this test, deleted afterwards."""
+    names = (f"{bed.label}-low", f"{bed.label}-high")
+    collection = "/apis/scheduling.k8s.io/v1/priorityclasses"
+    for name, value in zip(names, (10, 1000), strict=True):
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        await request(bed.kube.api, "POST", collection, body)
     try:
-        taken = await _fill(bed, lender, len(bed.nodes))
-
-        async def budget_counts_them() -> bool:
-            got = await request(bed.kube.api, "GET", f"{path}/keep-all")
-            return int(got.get("status", {}).get("currentHealthy", 0)) == len(taken)
-
-        await wait_for(budget_counts_them, 60, "the budget to count the lender's pods")
-        await bed.submit(*_job(bed, "claim", owner, 8))
-        scheduler.wait_for_line("refused", timeout=60)
-        await asyncio.sleep(3)  # more sessions: every eviction is refused again
-
-        live = await _live(bed)
-        assert all(live[n]["spec"].get("nodeName") for n in taken), "no lender pod evicted"
-        assert not live["claim"]["spec"].get("nodeName"), "the owner's pod waits"
-        assert scheduler.alive()
+        yield names
     finally:
-        scheduler.terminate()
-        await _delete_queues(bed, lender, owner)
+        for name in names:
+            await request(bed.kube.api, "DELETE", f"{collection}/{name}")
 
 
 async def test_high_priority_preempts_low_within_one_queue(bed: Bed) -> None:
     shared = f"{bed.label}-shared"
-    classes = [
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": f"{bed.label}-{name}"},
-            "value": value,
-        }
-        for name, value in (("low", 10), ("high", 1000))
-    ]
-    for pc in classes:
-        await request(bed.kube.api, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", pc)
     await bed.submit(_queue(shared))
-    scheduler = _scheduler(bed, PREEMPT)
-    try:
-        low = f"{bed.label}-low"
-        await bed.submit(*_job(bed, "low", shared, 8, priority=low, size=len(bed.nodes)))
-        names = [f"low-{i}" for i in range(len(bed.nodes))]
-        await bed.wait_bound(set(names), timeout=60)
-        nominations = _Nominations(bed, "urgent")
-        await bed.submit(*_job(bed, "urgent", shared, 8, priority=f"{bed.label}-high"))
+    async with _priority_classes(bed) as (low, high):
+        scheduler = _scheduler(bed, PREEMPT)
+        try:
+            await bed.submit(*_job(bed, "low", shared, 8, priority=low, size=len(bed.nodes)))
+            names = [f"low-{i}" for i in range(len(bed.nodes))]
+            await bed.wait_bound(set(names), timeout=60)
+            nominations = _Nominations(bed, "urgent")
+            await bed.submit(*_job(bed, "urgent", shared, 8, priority=high))
 
-        placed = await bed.wait_bound({"urgent"}, timeout=60)
-        live = await _live(bed)
-        assert sum(1 for n in names if n in live) == len(names) - 1, "exactly one victim"
-        assert await nominations.close() == [placed["urgent"]], "nominated where it then ran"
-    finally:
-        scheduler.terminate()
-        await _delete_queues(bed, shared)
-        for pc in classes:
-            path = f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}"
-            await request(bed.kube.api, "DELETE", path)
+            placed = await bed.wait_bound({"urgent"}, timeout=60)
+            live = await _live(bed)
+            assert sum(1 for n in names if n in live) == len(names) - 1, "exactly one victim"
+            seen = await nominations.close()
+            assert seen == [placed["urgent"]], "nominated where it then ran"
+        finally:
+            scheduler.terminate()
+            await _delete_queues(bed, shared)

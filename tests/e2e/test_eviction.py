@@ -84,8 +84,7 @@ async def _live(bed: Bed) -> dict[str, dict[str, Any]]:
 
 async def _fill(bed: Bed, queue: str, count: int) -> list[str]:
     """One elastic job in ``queue`` (minMember 1) of ``count`` 8-GPU pods, one per node,
-    all bound. Elastic, because gang lets preempt and reclaim take only the pods a job
-    runs beyond its minMember, as in Volcano: a job of one pod is never a victim."""
+    all bound: the pods it runs beyond its minMember are the ones gang offers as victims."""
     await bed.submit(*_job(bed, queue, queue, 8, size=count))
     names = [f"{queue}-{i}" for i in range(count)]
     await bed.wait_bound(set(names), timeout=60)

@@ -34,6 +34,7 @@ from asyncsched.backends.sim.jobs import JobController
 from asyncsched.backends.sim.kubelet import Kubelets
 from asyncsched.backends.sim.objects import Deployment, Manifest
 from asyncsched.backends.sim.podgroups import PodGroupController
+from asyncsched.backends.sim.priority_admission import pod_priority_admission
 from asyncsched.backends.sim.queues import QueueController
 from asyncsched.backends.sim.recorder import APISERVER, USER, Recorder, SimEvent, shown_as
 from asyncsched.backends.sim.replicasets import DeploymentController, ReplicaSetController
@@ -105,6 +106,7 @@ class Simulation:
         self.agenda = Agenda()
         clock = self._clock
         self.store = ObjectStore(clock)
+        self.store.admit(Pod, pod_priority_admission(self.store))
         self.recorder = Recorder(self.store, clock, on_event, scheduler_names)
         self.scheduler = SimScheduler(self.store, config, scheduler_names)
         self.kubelets = Kubelets(self.store, self.agenda)

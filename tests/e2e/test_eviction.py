@@ -82,10 +82,10 @@ async def _live(bed: Bed) -> dict[str, dict[str, Any]]:
     }
 
 
-async def _fill(bed: Bed, queue: str, count: int) -> list[str]:
+async def _fill(bed: Bed, queue: str, count: int, priority: str = "") -> list[str]:
     """One elastic job in ``queue`` (minMember 1) of ``count`` 8-GPU pods, one per node,
     all bound: the pods it runs beyond its minMember are the ones gang offers as victims."""
-    await bed.submit(*_job(bed, queue, queue, 8, size=count))
+    await bed.submit(*_job(bed, queue, queue, 8, priority=priority, size=count))
     names = [f"{queue}-{i}" for i in range(count)]
     await bed.wait_bound(set(names), timeout=60)
     return names
@@ -167,9 +167,7 @@ async def test_a_pod_protected_by_a_disruption_budget_is_not_evicted(bed: Bed) -
     async with _priority_classes(bed) as (low, high):
         scheduler = _scheduler(bed, PREEMPT)
         try:
-            await bed.submit(*_job(bed, "low", shared, 8, priority=low, size=len(bed.nodes)))
-            names = [f"low-{i}" for i in range(len(bed.nodes))]
-            await bed.wait_bound(set(names), timeout=60)
+            names = await _fill(bed, shared, len(bed.nodes), priority=low)
 
             async def budget_counts_them() -> bool:
                 got = await request(bed.kube.api, "GET", f"{path}/keep-all")
@@ -215,9 +213,7 @@ async def test_high_priority_preempts_low_within_one_queue(bed: Bed) -> None:
     async with _priority_classes(bed) as (low, high):
         scheduler = _scheduler(bed, PREEMPT)
         try:
-            await bed.submit(*_job(bed, "low", shared, 8, priority=low, size=len(bed.nodes)))
-            names = [f"low-{i}" for i in range(len(bed.nodes))]
-            await bed.wait_bound(set(names), timeout=60)
+            names = await _fill(bed, shared, len(bed.nodes), priority=low)
             nominations = _Nominations(bed, "urgent")
             await bed.submit(*_job(bed, "urgent", shared, 8, priority=high))
 

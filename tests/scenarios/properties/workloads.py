@@ -87,6 +87,15 @@ def _pod(cluster: Cluster, name: str, ns: str, template: dict[str, Any]) -> dict
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
 
 
+def _podgroup(cluster: Cluster, name: str, ns: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": _meta(cluster, name, ns),
+        "spec": spec,
+    }
+
+
 @st.composite
 def _gang(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     """A PodGroup and its pods; minMember anywhere from 0 to one past the pod count."""
@@ -99,13 +108,7 @@ def _gang(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     if draw(st.booleans()) and cluster.priority_classes:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
     at = draw(submit_times())
-    group = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": _meta(cluster, name, ns),
-        "spec": spec,
-    }
-    out.add(group, at)
+    out.add(_podgroup(cluster, name, ns, spec), at)
     template = draw(pod_templates(cluster, whole_group=whole))
     for _ in range(size):
         if draw(st.integers(0, 3)) == 0:
@@ -305,13 +308,7 @@ def _contention(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         if klass:
             spec["priorityClassName"] = klass
             template["spec"]["priorityClassName"] = klass
-        group = {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "PodGroup",
-            "metadata": _meta(cluster, name, ns),
-            "spec": spec,
-        }
-        out.add(group, at)
+        out.add(_podgroup(cluster, name, ns, spec), at)
         for _ in range(size):
             pod = _pod(cluster, f"{name}-{cluster.names.new('p')}", ns, template)
             pod["metadata"].setdefault("annotations", {})[GROUP_ANNOTATION] = name

@@ -35,6 +35,7 @@ from asyncsched.backends.sim.jobs import JobController
 from asyncsched.backends.sim.kubelet import Kubelets
 from asyncsched.backends.sim.objects import Deployment, Manifest
 from asyncsched.backends.sim.podgroups import PodGroupController
+from asyncsched.backends.sim.priority_admission import pod_priority_admission
 from asyncsched.backends.sim.queues import QueueController
 from asyncsched.backends.sim.recorder import APISERVER, USER, Recorder, SimEvent, shown_as
 from asyncsched.backends.sim.replicasets import DeploymentController, ReplicaSetController
@@ -106,6 +107,7 @@ class Simulation:
         self.agenda = Agenda()
         clock = self._clock
         self.store = ObjectStore(clock)
+        self.store.admit(Pod, pod_priority_admission(self.store))
         self.recorder = Recorder(self.store, clock, on_event, scheduler_names)
         self.scheduler = SimScheduler(self.store, config, scheduler_names)
         self.kubelets = Kubelets(self.store, self.agenda)
@@ -301,9 +303,11 @@ class Simulation:
                 "nothing can progress",
             )
         if waiting:
+            # A gang may have no pods yet: a Volcano Job whose PodGroup is never admitted.
+            pods = f"{_count(pending, 'pod')} in " if pending else ""
             return self._outcome(
                 "stuck",
-                f"stuck at t={self.now:g}s: {_count(pending, 'pod')} in "
+                f"stuck at t={self.now:g}s: {pods}"
                 f"{_count(len(waiting), 'gang or lone pod', 'gangs or lone pods')} can never be "
                 "scheduled with what is running now",
             )

@@ -93,6 +93,8 @@ class Session:
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.table = snapshot.table
         self.priority_classes = snapshot.priority_classes
+        self.disruption_budgets = snapshot.disruption_budgets
+        """Every PodDisruptionBudget, in ``namespace/name`` order (read-only)."""
         self.now = snapshot.now
         self.configuration = configuration
         self.plugins = plugins

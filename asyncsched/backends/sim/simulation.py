@@ -2,8 +2,8 @@
 
 ``Simulation`` composes the parts as a cluster is composed: the object store
 (the API server) at the bottom; the scheduler, the Job, PodGroup, Queue,
-Deployment and ReplicaSet controllers, the kubelets and the garbage collector
-above it, each reading and writing only through the store; the recorder
+Deployment, ReplicaSet and disruption controllers, the kubelets and the garbage
+collector above it, each reading and writing only through the store; the recorder
 watching everything. Deterministic: the same manifests and configuration give
 the same events.
 
@@ -28,6 +28,7 @@ from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim.agenda import Agenda
+from asyncsched.backends.sim.disruption import DisruptionController
 from asyncsched.backends.sim.gc import GarbageCollector
 from asyncsched.backends.sim.inspect import list_objects
 from asyncsched.backends.sim.jobs import JobController
@@ -116,6 +117,7 @@ class Simulation:
             PodGroupController(self.store, scheduler_names),
             JobController(self.store, self.agenda, seeded_key_factory(KEY_SEED)),
             QueueController(self.store),
+            DisruptionController(self.store, clock),
             GarbageCollector(self.store),
             self.kubelets,
         ]

@@ -1,5 +1,6 @@
 """Hypothesis strategies for what users submit: gangs, lone pods, Volcano Jobs with their
-Commands, and Deployments that scale; ``inputs()`` puts a cluster and workloads together.
+Commands, Deployments that scale, and PodDisruptionBudgets over them; ``inputs()`` puts
+a cluster and workloads together.
 
 ``Input.horizon`` bounds the virtual time a run may need: nothing waits for
 anything but other work to finish, so the run must be over once every submitted
@@ -22,13 +23,15 @@ from tests.scenarios.properties import steering
 from tests.scenarios.properties.strategies import (
     ANNOTATION,
     NAMESPACES,
+    TIER,
+    TIERS,
     Cluster,
     clusters,
     pod_templates,
     submit_times,
 )
 
-__all__ = ["Input", "inputs"]
+__all__ = ["GROUP_ANNOTATION", "SELECTORS", "Input", "budget_over", "inputs"]
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -228,6 +231,8 @@ def _deployment(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
             "scheduling.volcano.sh/group-min-member": str(draw(st.integers(1, 3)))
         }
     at = draw(submit_times())
+    if draw(st.integers(0, 2)) == 0:
+        budget_over(draw, out, ns, {"matchLabels": {"app": name}}, at)
     for _ in range(draw(st.integers(1, 3))):
         doc: dict[str, Any] = {
             "apiVersion": "apps/v1",
@@ -244,6 +249,48 @@ def _deployment(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         out.add(doc, at)
         out.horizon += _WORK_SLACK
         at += draw(st.sampled_from((1.0, 5.0, 20.0)))
+
+
+SELECTORS: tuple[dict[str, Any] | None, ...] = (
+    {"matchLabels": {TIER: TIERS[0]}},
+    {"matchLabels": {TIER: TIERS[1]}},
+    {"matchExpressions": [{"key": TIER, "operator": "Exists"}]},
+    {"matchExpressions": [{"key": TIER, "operator": "NotIn", "values": [TIERS[1]]}]},
+    {},
+    None,
+)
+"""What generated budgets select: a tier, any tier, not back (unlabelled pods too), every
+pod of the namespace (an empty selector), or nothing (no selector)."""
+
+
+@st.composite
+def _budget(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
+    """A PodDisruptionBudget over the pods of a namespace that carry a tier label."""
+    ns = draw(st.sampled_from(NAMESPACES))
+    budget_over(draw, out, ns, draw(st.sampled_from(SELECTORS)), draw(submit_times()))
+
+
+def budget_over(
+    draw: st.DrawFn, out: Input, ns: str, selector: dict[str, Any] | None, at: float
+) -> None:
+    """A budget in ``ns`` selecting with ``selector``: minAvailable or maxUnavailable, a count
+    or a percentage (the API server's rule: one of them, or neither)."""
+    names = [d["metadata"]["name"] for d in out.documents if d["kind"] == "PodDisruptionBudget"]
+    spec: dict[str, Any] = {}
+    field = draw(st.sampled_from(("minAvailable", "maxUnavailable") * 2 + ("",)))
+    if field == "minAvailable":
+        spec[field] = draw(st.sampled_from((0, 1, 2, 3, "0%", "30%", "50%", "100%")))
+    elif field:
+        spec[field] = draw(st.sampled_from((1, 2, 0, "30%", "50%", "100%")))
+    if selector is not None:
+        spec["selector"] = copy.deepcopy(selector)
+    doc = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": f"budget{len(names)}", "namespace": ns},
+        "spec": spec,
+    }
+    out.add(doc, at)
 
 
 @st.composite
@@ -321,6 +368,7 @@ _KINDS = {
     "lone": _lone_pod,
     "job": _job,
     "deployment": _deployment,
+    "budget": _budget,
     "contention": _contention,
 }
 

@@ -230,6 +230,7 @@ tiers:
   - name: priority
   - name: gang
   - name: conformance
+  - name: pdb
 - plugins:
   - name: overcommit
   - name: drf

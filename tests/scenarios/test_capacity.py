@@ -193,3 +193,24 @@ def test_a_sibling_queue_gives_back_before_a_distant_one(
     run = simulate(capsys, tmp_path, "capacity-reclaim-sibling-first.yaml", config=TREE_RECLAIM)
     assert run.code == 0, run.stdout + run.stderr
     assert reclaimed(run) == ({"p7"}, {"p8": "n1"})
+
+
+def test_an_idle_project_lends_its_gpus_and_reclaim_takes_them_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys,
+        tmp_path,
+        "capacity-hierarchy-reclaim.yaml",
+        config="capacity-hierarchy-reclaim-config.yaml",
+    )
+
+    assert run.code == 0, run.stderr
+    started = [e for e in run.of("started") if e["time"] == 0.0]
+    assert len(started) == 8, "llm borrows vision's 2 GPUs while vision is idle"
+    evicted = run.of("evicted")
+    assert [(e["time"], e["reason"]) for e in evicted] == [(10.0, "reclaim")] * 2
+    assert all(e["name"].startswith("llm-pretrain-") for e in evicted)
+    assert all(e["preemptor"].startswith("default/vision-finetune-") for e in evicted)
+    vision = [e["time"] for e in run.of("bound") if e["name"].startswith("vision-")]
+    assert vision == [10.0, 10.0], "the owner's gang runs at once on the GPUs taken back"

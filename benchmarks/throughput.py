@@ -46,7 +46,7 @@ if "--pure" in sys.argv:  # before asyncsched is imported: the facade picks its 
 from asyncsched.backends.config_source import ConfigSource  # noqa: E402
 from asyncsched.cache import ClusterCache  # noqa: E402
 from asyncsched.framework import Registry, load_configuration, run_session  # noqa: E402
-from tests.builders import node, pod, podgroup, priority_class, queue  # noqa: E402
+from tests.builders import full_of_low_priority, node, pod, podgroup, queue  # noqa: E402
 
 EVICT_CONFIG = """
 actions: "enqueue, allocate, preempt, reclaim, backfill"
@@ -63,42 +63,8 @@ tiers:
 """
 
 
-def build_full(nodes: int, running: int, waiting: int) -> ClusterCache:
-    """Nodes full of running low-priority pods of q0; high-priority q0 pods and q1 pods wait."""
-    cache = ClusterCache()
-    cache.upsert_priority_class(priority_class("low", 10))
-    cache.upsert_priority_class(priority_class("high", 1000))
-    for q in ("q0", "q1"):
-        cache.upsert_queue(queue(q))
-    per_node = max(running // nodes, 1)
-    for i in range(nodes):
-        cache.upsert_node(node(f"n{i:05d}", cpu=str(2 * per_node), memory=f"{4 * per_node}Gi"))
-    for k in range(running):
-        name = f"run{k:06d}"
-        cache.upsert_podgroup(
-            podgroup(name, namespace="q0", queue="q0", phase="Running", priority_class="low")
-        )
-        cache.upsert_pod(
-            pod(
-                name,
-                cpu="2",
-                memory="4Gi",
-                namespace="q0",
-                group=name,
-                node_name=f"n{k // per_node % nodes:05d}",
-                phase="Running",
-            )
-        )
-    for k in range(waiting):
-        for q, pc in (("q0", "high"), ("q1", "")):
-            name = f"wait-{q}-{k:04d}"
-            cache.upsert_podgroup(podgroup(name, namespace=q, queue=q, priority_class=pc))
-            cache.upsert_pod(pod(name, cpu="2", memory="4Gi", namespace=q, group=name))
-    return cache
-
-
 def measure_evictions(args: argparse.Namespace, measured: dict[str, str]) -> None:
-    cache = build_full(args.nodes, args.running, args.waiting)
+    cache = full_of_low_priority(args.nodes, args.running, args.waiting)
     loaded = load_configuration(EVICT_CONFIG, Registry())
     start = time.perf_counter()
     cpu_start = time.process_time()

@@ -221,3 +221,38 @@ def cache_of(*objects: Built) -> ClusterCache:
         else:
             cache.upsert_priority_class(obj)
     return cache
+
+
+def full_of_low_priority(nodes: int, running: int, waiting: int) -> ClusterCache:
+    """Nodes full of running low-priority pods of queue q0, while high-priority q0 pods and
+    q1 pods wait (``waiting`` of each): a cluster where only evictions make room."""
+    cache = ClusterCache()
+    cache.upsert_priority_class(priority_class("low", 10))
+    cache.upsert_priority_class(priority_class("high", 1000))
+    for q in ("q0", "q1"):
+        cache.upsert_queue(queue(q))
+    per_node = max(running // nodes, 1)
+    for i in range(nodes):
+        cache.upsert_node(node(f"n{i:05d}", cpu=str(2 * per_node), memory=f"{4 * per_node}Gi"))
+    for k in range(running):
+        name = f"run{k:06d}"
+        cache.upsert_podgroup(
+            podgroup(name, namespace="q0", queue="q0", phase="Running", priority_class="low")
+        )
+        cache.upsert_pod(
+            pod(
+                name,
+                cpu="2",
+                memory="4Gi",
+                namespace="q0",
+                group=name,
+                node_name=f"n{k // per_node % nodes:05d}",
+                phase="Running",
+            )
+        )
+    for k in range(waiting):
+        for q, pc in (("q0", "high"), ("q1", "")):
+            name = f"wait-{q}-{k:04d}"
+            cache.upsert_podgroup(podgroup(name, namespace=q, queue=q, priority_class=pc))
+            cache.upsert_pod(pod(name, cpu="2", memory="4Gi", namespace=q, group=name))
+    return cache

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from asyncsched.actions.eviction import RoomMaker
-from asyncsched.cache import ClusterCache
 from asyncsched.framework import Registry, SessionResult, load_configuration, run_session
-from tests.builders import node, pod, podgroup, priority_class, queue
+from tests.builders import full_of_low_priority
 from tests.scenarios.harness import simulate
 
 CONFIG = "preempt-config.yaml"
@@ -64,45 +63,11 @@ def test_the_same_events_with_and_without_the_shortcuts(
 EVICT_CONFIG = (Path(__file__).parent / "yaml" / CONFIG).read_text()
 
 
-def _full_cluster(nodes: int, per_node: int, waiting: int) -> ClusterCache:
-    """The benchmark's cluster, small: every node full of low-priority q0 pods; high-priority
-    q0 pods (preempt) and q1 pods (reclaim) wait."""
-    cache = ClusterCache()
-    cache.upsert_priority_class(priority_class("low", 10))
-    cache.upsert_priority_class(priority_class("high", 1000))
-    for q in ("q0", "q1"):
-        cache.upsert_queue(queue(q))
-    for i in range(nodes):
-        cache.upsert_node(node(f"n{i:03d}", cpu=str(2 * per_node), memory=f"{4 * per_node}Gi"))
-    for k in range(nodes * per_node):
-        name = f"run{k:04d}"
-        cache.upsert_podgroup(
-            podgroup(name, namespace="q0", queue="q0", phase="Running", priority_class="low")
-        )
-        cache.upsert_pod(
-            pod(
-                name,
-                cpu="2",
-                memory="4Gi",
-                namespace="q0",
-                group=name,
-                node_name=f"n{k // per_node:03d}",
-                phase="Running",
-            )
-        )
-    for k in range(waiting):
-        for q, pc in (("q0", "high"), ("q1", "")):
-            name = f"wait-{q}-{k:03d}"
-            cache.upsert_podgroup(podgroup(name, namespace=q, queue=q, priority_class=pc))
-            cache.upsert_pod(pod(name, cpu="2", memory="4Gi", namespace=q, group=name))
-    return cache
-
-
 def _session(monkeypatch: pytest.MonkeyPatch | None) -> SessionResult:
     loaded = load_configuration(EVICT_CONFIG, Registry())
     if monkeypatch is not None:
         _search_everything(monkeypatch)
-    result, _ = run_session(_full_cluster(20, 4, 6).snapshot(), loaded, uid="evict")
+    result, _ = run_session(full_of_low_priority(20, 80, 6).snapshot(), loaded, uid="evict")
     return result
 
 

@@ -50,7 +50,7 @@ class ReclaimAction:
         if not ssn.has(OVERUSED):
             return  # no plugin keeps queue shares: no queue is owed anything to take back
         maker = RoomMaker(ssn, _victims(ssn), REASON, check_allocatable=False)
-        walk = Walk(ssn)
+        walk = Walk(ssn, frozen=False)
         tasks: dict[str, deque[TaskInfo]] = {}
         for candidate in ssn.active_jobs.values():
             pending = candidate.pending_tasks()

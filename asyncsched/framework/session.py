@@ -48,6 +48,7 @@ from asyncsched.framework.hooks import (
     IntArray,
     ValidateResult,
 )
+from asyncsched.framework.orderkeys import NO_OPINION, KeyOrder
 from asyncsched.framework.plugin import Plugin
 from asyncsched.framework.results import PluginFailure, SessionResult
 from asyncsched.framework.state import Slot
@@ -121,6 +122,13 @@ class Session:
             flags = NodeFlags.of(self.node_list)
         self.node_flags: NodeFlags = flags
         """Per-row ready, unschedulable and tainted flags of ``node_list``."""
+
+    @property
+    def shortcuts(self) -> bool:
+        """May the session skip calls whose answers it knows, keeping every decision?
+        (Off with ``ASYNCSCHED_SHORTCUTS=0`` and in the call modes; see
+        ``asyncsched.framework.calls``.)"""
+        return self._modes.shortcut
 
     # -- registration and the dispatcher ----------------------------------------
 
@@ -224,15 +232,63 @@ class Session:
         decided: int = self.call(TASK_ORDER, left, right)
         return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
 
-    def job_key(self) -> Callable[[JobInfo], OrderKey]:
-        """A sort key that orders jobs by job_order."""
-        return functools.partial(OrderKey, self.job_order)
+    def job_key(self, frozen: bool = True) -> Callable[[JobInfo], Any]:
+        """A sort key that orders jobs by job_order.
+
+        When every job-order plugin has a key (``asyncsched.framework.orderkeys``),
+        the key is a tuple taken when it is made (``frozen``), or an OrderKey that
+        compares keys read at each comparison; else an OrderKey over job_order.
+        """
+        keyed = self.frozen_job_key()
+        if keyed is None:
+            return functools.partial(OrderKey, self.job_order)
+        if frozen:
+            return keyed
+        return functools.partial(OrderKey, _live_before(keyed))
+
+    def frozen_job_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
+        """The jobs' order as a tuple per job, when every job-order plugin has a key."""
+        keyed: Callable[[JobInfo], tuple[Any, ...]] | None = self._keyed(JOB_ORDER, _job_fallback)
+        return keyed
 
     def queue_key(self) -> Callable[[QueueInfo], OrderKey]:
         return functools.partial(OrderKey, self.queue_order)
 
-    def task_key(self) -> Callable[[TaskInfo], OrderKey]:
-        return functools.partial(OrderKey, self.task_order)
+    def task_key(self) -> Callable[[TaskInfo], Any]:
+        """A sort key that orders tasks by task_order (a tuple when every task-order plugin
+        has a key, as for ``job_key``)."""
+        keyed = self._keyed(TASK_ORDER, _task_fallback)
+        return keyed if keyed is not None else functools.partial(OrderKey, self.task_order)
+
+    def _keyed(self, hook: Hook[Any], fallback: Callable[[Any], tuple[Any, ...]]) -> Any:
+        """The hook's order as one tuple per item (the plugins' keys in tier order, then
+        ``fallback``), or None when a plugin compares without a key or shortcuts are off."""
+        if not self._modes.shortcut:
+            return None
+        pairs = [pair for tier in self._tiers(hook) for pair in tier]
+        orders = [fn for _, fn in pairs if isinstance(fn, KeyOrder)]
+        if len(orders) < len(pairs):
+            return None
+        keys = [order.key for order in orders]
+        failed = functools.partial(self._failed, hook)
+
+        def contained(item: Any) -> tuple[Any, ...]:
+            parts = []
+            for (plugin, _), key in zip(pairs, keys, strict=True):
+                try:
+                    parts.append(key(item))
+                except Exception as exc:  # a plugin must never take the scheduler down
+                    failed(plugin, exc)
+                    parts.append(NO_OPINION)
+            return (*parts, *fallback(item))
+
+        def key_of(item: Any) -> tuple[Any, ...]:
+            try:
+                return (*[key(item) for key in keys], *fallback(item))
+            except Exception:
+                return contained(item)
+
+        return key_of
 
     # -- gang and admission ----------------------------------------------------
 
@@ -377,6 +433,21 @@ def _partition(
         if key not in active:
             job.touch()
     return snapshot.jobs, {}
+
+
+def _job_fallback(job: JobInfo) -> tuple[float, str]:
+    return job.creation, job.uid
+
+
+def _task_fallback(task: TaskInfo) -> tuple[float, str]:
+    return task.creation, task.name
+
+
+def _live_before(key: Callable[[Any], Any]) -> Callable[[Any, Any], bool]:
+    def before(left: Any, right: Any) -> bool:
+        return bool(key(left) < key(right))
+
+    return before
 
 
 class OrderKey:

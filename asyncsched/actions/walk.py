@@ -112,4 +112,6 @@ def admitted_queue(ssn: Session, job: JobInfo) -> QueueInfo | None:
 
 def ordered_tasks(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
     """Tasks of one job in task order."""
+    if len(tasks) < 2:
+        return list(tasks)  # nothing to order (most jobs are one pod)
     return sorted(tasks, key=ssn.task_key())

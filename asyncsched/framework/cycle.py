@@ -98,6 +98,7 @@ def run_session(
     A snapshot built for checking carries a ``reference`` built from scratch
     (ASYNCSCHED_CHECK_SNAPSHOTS=1): the same session runs on it too, and any
     difference in what the two decide or report raises SnapshotReuseError.
+    The session comes back closed (``Session.close``): read it, ask it nothing.
     """
     with gc_paused():
         result, ssn = _run_session(snapshot, loaded, uid)
@@ -139,6 +140,7 @@ def _run_session(
         except Exception as exc:
             ssn.plugin_failed(name, "on_session_close", exc)
     _report_jobs(ssn)
+    ssn.close()
     return ssn.result, ssn
 
 

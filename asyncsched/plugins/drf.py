@@ -60,9 +60,14 @@ class DrfPlugin:
 
     def share_of(self, job_uid: str) -> float:
         """The job's dominant share now (0 for a job the session does not know)."""
-        attr = self.jobs.get(job_uid) or self._attr(job_uid)
+        attr = self.jobs.get(job_uid)
         if attr is None:
-            return 0.0
+            job = self.session_jobs.get(job_uid)
+            if job is None or job.allocated_at_open().is_zero():
+                return 0.0  # holds nothing (yet): no books needed to say so
+            attr = self._attr(job_uid)
+            if attr is None:
+                return 0.0
         if attr.stale:
             self._update(attr)
         return attr.share

@@ -246,13 +246,24 @@ class GangPlugin:
         return _volcano_message(job)
 
 
+_NOT_ADMITTED: dict[tuple[str, Resource | None], str] = {}
+"""(queue, minResources) -> the message; every pending job is told it at every session."""
+
+
 def _not_admitted(job: JobInfo) -> str:
+    key = (job.queue, job.min_resources)
+    message = _NOT_ADMITTED.get(key)
+    if message is not None:
+        return message
     message = f"waiting to be admitted to queue {job.queue!r}"
     if job.min_resources is not None:
         message += (
             f": its minResources {resources_text(job.min_resources)} do not fit the queue's "
             "remaining capability or the cluster's idle resources yet"
         )
+    if len(_NOT_ADMITTED) >= 4096:
+        _NOT_ADMITTED.clear()
+    _NOT_ADMITTED[key] = message
     return message
 
 

@@ -67,12 +67,12 @@ def reserved_for_job(job: JobInfo, whole_minimum_when_inqueue: bool) -> Resource
     """
     minimum = job_min_resources(job)
     if minimum is None:
-        return Resource()
+        return EMPTY
     if job.phase == PodGroupPhase.INQUEUE:
         if whole_minimum_when_inqueue:
             return minimum
     elif not (job.phase == PodGroupPhase.RUNNING and job.n_allocated >= job.min_available):
-        return Resource()
+        return EMPTY
     if minimum == job.allocated:
         return EMPTY  # the usual running job: it holds exactly its minimum
     return exceeded_part(minimum, job.allocated)

@@ -107,7 +107,9 @@ def queue_books(
             for task in pending.values():
                 _accumulate(request, task.resreq)
         if job.min_resources is not None:
-            _accumulate(inqueue, reserved_for_job(job, whole_minimum_when_inqueue=False))
+            reserved = reserved_for_job(job, whole_minimum_when_inqueue=False)
+            if not reserved.is_zero():
+                _accumulate(inqueue, reserved)
             minimum = job_min_resources(job) or empty
             if holds and minimum != held:  # equal: nothing beyond the minimum
                 _accumulate(elastic, exceeded_part(held, minimum))

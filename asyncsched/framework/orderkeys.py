@@ -28,10 +28,10 @@ events are byte-identical either way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = ["NO_OPINION", "KeyOrder"]
+__all__ = ["NO_OPINION", "KeyOrder", "live_before", "tuple_key"]
 
 T = TypeVar("T")
 
@@ -79,3 +79,41 @@ class _NoOpinion:
 
 
 NO_OPINION: Any = _NoOpinion()
+
+
+def tuple_key(
+    keys: Sequence[tuple[str, Callable[[Any], Any]]],
+    fallback: Callable[[Any], tuple[Any, ...]],
+    failed: Callable[[str, Exception], None],
+) -> Callable[[Any], tuple[Any, ...]]:
+    """One tuple per item: each plugin's key (``(plugin, key)`` in tier order), then
+    ``fallback``. A key that raises is reported through ``failed`` and has no opinion."""
+    plain = [key for _, key in keys]
+
+    def contained(item: Any) -> tuple[Any, ...]:
+        parts = []
+        for plugin, key in keys:
+            try:
+                parts.append(key(item))
+            except Exception as exc:  # a plugin must never take the scheduler down
+                failed(plugin, exc)
+                parts.append(NO_OPINION)
+        return (*parts, *fallback(item))
+
+    def key_of(item: Any) -> tuple[Any, ...]:
+        try:
+            return (*[key(item) for key in plain], *fallback(item))
+        except Exception:
+            return contained(item)
+
+    return key_of
+
+
+def live_before(key: Callable[[Any], Any]) -> Callable[[Any, Any], bool]:
+    """``before(left, right)`` from keys read at each comparison (for walks whose items
+    may change while they wait)."""
+
+    def before(left: Any, right: Any) -> bool:
+        return bool(key(left) < key(right))
+
+    return before

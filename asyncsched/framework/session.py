@@ -48,7 +48,7 @@ from asyncsched.framework.hooks import (
     IntArray,
     ValidateResult,
 )
-from asyncsched.framework.orderkeys import NO_OPINION, KeyOrder
+from asyncsched.framework.orderkeys import KeyOrder, live_before, tuple_key
 from asyncsched.framework.plugin import Plugin
 from asyncsched.framework.results import PluginFailure, SessionResult
 from asyncsched.framework.state import Slot
@@ -263,7 +263,7 @@ class Session:
             return functools.partial(OrderKey, self.job_order)
         if frozen:
             return keyed
-        return functools.partial(OrderKey, _live_before(keyed))
+        return functools.partial(OrderKey, live_before(keyed))
 
     def frozen_job_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
         """The jobs' order as a tuple per job, when every job-order plugin has a key."""
@@ -296,26 +296,8 @@ class Session:
         orders = [fn for _, fn in pairs if isinstance(fn, KeyOrder)]
         if len(orders) < len(pairs):
             return None
-        keys = [order.key for order in orders]
-        failed = functools.partial(self._failed, hook)
-
-        def contained(item: Any) -> tuple[Any, ...]:
-            parts = []
-            for (plugin, _), key in zip(pairs, keys, strict=True):
-                try:
-                    parts.append(key(item))
-                except Exception as exc:  # a plugin must never take the scheduler down
-                    failed(plugin, exc)
-                    parts.append(NO_OPINION)
-            return (*parts, *fallback(item))
-
-        def key_of(item: Any) -> tuple[Any, ...]:
-            try:
-                return (*[key(item) for key in keys], *fallback(item))
-            except Exception:
-                return contained(item)
-
-        return key_of
+        keys = [(plugin, order.key) for (plugin, _), order in zip(pairs, orders, strict=True)]
+        return tuple_key(keys, fallback, functools.partial(self._failed, hook))
 
     # -- gang and admission ----------------------------------------------------
 
@@ -468,13 +450,6 @@ def _job_fallback(job: JobInfo) -> tuple[float, str]:
 
 def _task_fallback(task: TaskInfo) -> tuple[float, str]:
     return task.creation, task.name
-
-
-def _live_before(key: Callable[[Any], Any]) -> Callable[[Any, Any], bool]:
-    def before(left: Any, right: Any) -> bool:
-        return bool(key(left) < key(right))
-
-    return before
 
 
 class OrderKey:

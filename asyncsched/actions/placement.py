@@ -162,7 +162,10 @@ def find_node(
                 ssn.all_node_scores(task)  # scores nothing is chosen by (as before shortcuts)
             ssn.fit_failures.record(task.uid, known.errors)  # the class found none; nothing moved
             return None
-        total = ssn.all_node_scores(task)
+        if ssn.shortcuts and not (fits.any() if unblocked is None else (fits & unblocked).any()):
+            total = None  # no node is open: nothing to score, the failure is worked out below
+        else:
+            total = ssn.all_node_scores(task)
         if total is not None:
             best_now, n_now, best_any, n_open = cache.best(table, n, fit, block, pipeline, total)
             chosen, count = (best_now, n_now) if n_now else (best_any, n_open)

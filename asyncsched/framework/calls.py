@@ -21,7 +21,7 @@ more than most callbacks): they are for finding out what plugins do.
 
 ``ASYNCSCHED_SHORTCUTS=0`` is not a mode of calls but turns off the shortcuts that
 skip calls and keep every decision (keyed orders, :mod:`asyncsched.framework.orderkeys`;
-a class known to fit no node is not scored, :mod:`asyncsched.actions.placement`), to
+a task that fits no node is not scored, :mod:`asyncsched.actions.placement`), to
 compare a run with them against one without.
 """
 

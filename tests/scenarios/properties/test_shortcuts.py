@@ -1,7 +1,7 @@
 """The session's shortcuts (``ASYNCSCHED_SHORTCUTS``) change no decision and no word.
 
 Keyed orders take each job's standing once instead of asking the plugins at every heap
-comparison, and a task whose class is known to fit nowhere is not scored
+comparison, and a task that fits no node is not scored
 (``asyncsched.framework.orderkeys``, ``asyncsched.actions.placement``). Generated
 clusters and workloads, under the default and the binpack and capacity configurations
 and under generated ones that preempt and reclaim, must give byte-identical event

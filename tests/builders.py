@@ -15,6 +15,12 @@ from asyncsched.api.core import (
     Toleration,
 )
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.policy import (
+    PodDisruptionBudget,
+    PodDisruptionBudgetSpec,
+    PodDisruptionBudgetStatus,
+)
+from asyncsched.api.selectors import LabelSelector
 from asyncsched.api.volcano import PodGroupSpec, PodGroupStatus, QueueSpec
 from asyncsched.cache import ClusterCache
 from asyncsched.model import ClusterSnapshot
@@ -163,12 +169,43 @@ def taint(key: str, value: str = "", effect: str = "NoSchedule") -> Taint:
     return Taint(key=key, value=value, effect=effect)
 
 
-def snapshot(*objects: Node | Pod | PodGroup | Queue | PriorityClass) -> ClusterSnapshot:
+def disruption_budget(
+    name: str,
+    *,
+    namespace: str = "default",
+    match: dict[str, str] | None = None,
+    selector: LabelSelector | None = None,
+    min_available: int | str | None = None,
+    max_unavailable: int | str | None = None,
+    allowed: int = 0,
+    disrupted: list[str] | None = None,
+) -> PodDisruptionBudget:
+    """A PodDisruptionBudget selecting ``match`` (or ``selector``), with ``allowed`` as its
+    status.disruptionsAllowed and ``disrupted`` as its status.disruptedPods."""
+    if selector is None and match is not None:
+        selector = LabelSelector(match_labels=dict(match))
+    return PodDisruptionBudget(
+        metadata=ObjectMeta(name=name, namespace=namespace, generation=1),
+        spec=PodDisruptionBudgetSpec(
+            min_available=min_available, max_unavailable=max_unavailable, selector=selector
+        ),
+        status=PodDisruptionBudgetStatus(
+            observed_generation=1,
+            disruptions_allowed=allowed,
+            disrupted_pods={p: "2026-01-01T00:00:00Z" for p in disrupted or []},
+        ),
+    )
+
+
+Built = Node | Pod | PodGroup | Queue | PriorityClass | PodDisruptionBudget
+
+
+def snapshot(*objects: Built) -> ClusterSnapshot:
     """A snapshot of a cache fed ``objects`` in order."""
     return cache_of(*objects).snapshot()
 
 
-def cache_of(*objects: Node | Pod | PodGroup | Queue | PriorityClass) -> ClusterCache:
+def cache_of(*objects: Built) -> ClusterCache:
     cache = ClusterCache()
     for obj in objects:
         if isinstance(obj, Node):
@@ -179,6 +216,8 @@ def cache_of(*objects: Node | Pod | PodGroup | Queue | PriorityClass) -> Cluster
             cache.upsert_podgroup(obj)
         elif isinstance(obj, Queue):
             cache.upsert_queue(obj)
+        elif isinstance(obj, PodDisruptionBudget):
+            cache.upsert_disruption_budget(obj)
         else:
             cache.upsert_priority_class(obj)
     return cache

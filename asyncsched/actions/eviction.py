@@ -19,15 +19,14 @@ fits, and never spares one; its gang plugin never lets a job at minMember go.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from asyncsched.framework import EventHandler, Session, Statement
 from asyncsched.framework.state import Slot
+from asyncsched.framework.victim_order import victim_key
 from asyncsched.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from asyncsched.model.node_table import Vector
 from asyncsched.model.resource import PODS
@@ -274,7 +273,7 @@ class RoomMaker:
         the plugins let every task it holds go, its whole-gang unit (never the preemptor's
         own job: evicting a gang whole to run one of its own members gains nothing)."""
         table = self.ssn.table
-        order = victim_order(self.ssn, task)
+        order = victim_key(self.ssn, task)
         by_job: dict[str, list[TaskInfo]] = {}
         for victim in sorted(allowed, key=order):
             by_job.setdefault(victim.job, []).append(victim)
@@ -385,31 +384,3 @@ def _spare_unneeded(chosen: list[_Unit], short: Vector, ssn: Session) -> list[_U
         for u, tasks in zip(chosen, kept, strict=True)
         if tasks
     ]
-
-
-def victim_order(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo], Any]:
-    """Volcano's victim order as a sort key: the task that would be scheduled last goes
-    first; within a queue by job order reversed, across queues by queue order reversed."""
-    own = ssn.jobs.get(preemptor.job)
-
-    def before(left: TaskInfo, right: TaskInfo) -> int:
-        lj, rj = ssn.jobs[left.job], ssn.jobs[right.job]
-        if lj.uid != rj.uid and own is not None and lj.queue != rj.queue:
-            lq, rq = ssn.queues.get(lj.queue), ssn.queues.get(rj.queue)
-            if lq is not None and rq is not None:
-                if ssn.queue_order(rq, lq):
-                    return -1
-                if ssn.queue_order(lq, rq):
-                    return 1
-        if lj.uid != rj.uid:
-            if ssn.job_order(rj, lj):
-                return -1
-            if ssn.job_order(lj, rj):
-                return 1
-        if ssn.task_order(right, left):
-            return -1
-        if ssn.task_order(left, right):
-            return 1
-        return (left.uid > right.uid) - (left.uid < right.uid)
-
-    return functools.cmp_to_key(before)

@@ -2,21 +2,34 @@
 
 Queues take turns in queue order; an Overused queue (``overused``: proportion
 says it holds its deserved amount) never reclaims. A queue's turn serves one
-starving job: each pending task its queue may take (``allocatable``) is tried
-on the nodes its static predicates allow, in node order. On a node, running
-tasks of *other* queues whose ``spec.reclaimable`` is not false, and that are
-preemptable, are offered to the RECLAIMABLE plugins (proportion: only from
-queues over their deserved amount, and never so far that the two queues would
-trade back, applied whichever tier decides; gang: whole gangs or members
-beyond minMember; conformance), and
-victims are chosen as ``asyncsched.actions.eviction`` describes, never below a
-queue's ``spec.guarantee``. The job's evictions are committed only if it is
+starving job: each pending task its queue may reclaim for (``preemptive``:
+proportion while the task keeps the queue within its deserved amount, capacity
+while it keeps the queue within its real capability and below its deserved
+amount on some resource the task asks for) is tried on the nodes its static
+predicates allow, in node order. On a node, running tasks of *other* queues
+whose ``spec.reclaimable`` is not false, and that are preemptable, are offered
+to the RECLAIMABLE plugins (gang: whole gangs or members beyond minMember;
+conformance; proportion, capacity), the first tier that answers deciding; then
+every SHARE_RECLAIMABLE plugin narrows them, whatever its tier (proportion and
+capacity: only from queues over their deserved amount; proportion: never so far
+that the two queues would trade back). Victims are chosen as
+``asyncsched.actions.eviction`` describes, in victim order
+(``victim_queue_order`` across queues), never below a queue's
+``spec.guarantee``, and the task is placed only if its queue may take it once
+they are gone (``allocatable``: in a capacity tree, room a sibling queue gives
+back is room in their parent). The job's evictions are committed only if it is
 then pipelined. The queue goes back into the ordering while it has starving
 jobs, so queues alternate job by job.
 
-Unlike Volcano, Bound pods are victims as well as Running ones, and the
-predicates are checked again after the evictions. And with no plugin that keeps
-queue shares (none answers ``overused``: no proportion, no capacity), reclaim
+Unlike Volcano, Bound pods are victims as well as Running ones, the predicates
+are checked again after the evictions and ``allocatable`` is asked then too
+(Volcano's reclaim asks only Preemptive, which checks the queue's own real
+capability, not its parent's), and the queue-share rules hold whatever tier
+they sit in: Volcano lets the first tier that answers
+RECLAIMABLE decide alone, so with its documented layout (conformance in tier 1,
+proportion or capacity in tier 2) reclaim ignores the shares (issue #5896). And
+with no plugin that keeps queue shares (none answers ``overused``,
+``preemptive`` or ``share_reclaimable``: no proportion, no capacity), reclaim
 does nothing: Volcano's then takes from any other queue for any starving job,
 and allocate, ordering queues without shares, may hand the room straight back
 to the victims' queue, whose controllers recreate them, every session.
@@ -25,19 +38,21 @@ to the victims' queue, whose controllers recreate them, every session.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from typing import ClassVar
 
 from asyncsched.actions.eviction import RoomMaker, never_preempts
 from asyncsched.actions.preempt import commit, place
 from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
-from asyncsched.framework.hooks import OVERUSED
+from asyncsched.framework.hooks import OVERUSED, PREEMPTIVE, SHARE_RECLAIMABLE
 from asyncsched.model import TaskInfo
 
 __all__ = ["ReclaimAction"]
 
 REASON = "reclaim"
+
+SHARE_HOOKS = (OVERUSED, PREEMPTIVE, SHARE_RECLAIMABLE)
+"""The hooks of plugins that keep queue shares: reclaim runs when one of them is answered."""
 
 
 class ReclaimAction:
@@ -47,9 +62,13 @@ class ReclaimAction:
         self.arguments = arguments
 
     def execute(self, ssn: Session) -> None:
-        if not ssn.has(OVERUSED):
+        if not any(ssn.has(hook) for hook in SHARE_HOOKS):
             return  # no plugin keeps queue shares: no queue is owed anything to take back
-        maker = RoomMaker(ssn, _victims(ssn), REASON, check_allocatable=False)
+
+        def victims(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+            return ssn.share_reclaimable(reclaimer, ssn.reclaimable(reclaimer, reclaimees))
+
+        maker = RoomMaker(ssn, victims, REASON, check_allocatable=True)
         walk = Walk(ssn, frozen=False)
         tasks: dict[str, deque[TaskInfo]] = {}
         for candidate in ssn.active_jobs.values():
@@ -77,7 +96,7 @@ class ReclaimAction:
             todo = tasks[job.uid]
             while todo and ssn.job_starving(job):
                 task = todo.popleft()
-                if never_preempts(task) or not ssn.allocatable(queue, task):
+                if never_preempts(task) or not ssn.preemptive(queue, [task]):
                     continue
                 place(ssn, maker, stmt, queue, task, accept, scored=False)
             if ssn.job_pipelined(job):
@@ -86,32 +105,3 @@ class ReclaimAction:
                 stmt.discard()
             if walk.has_jobs(queue):
                 walk.push_queue(queue)
-
-
-SHARE_RULES = ("proportion",)
-"""Plugins whose reclaim rule (a ``reclaim_victims(ssn, reclaimer, reclaimees)`` method)
-applies whatever tier decides: the queue shares are what reclaim is for."""
-
-
-def _victims(ssn: Session) -> Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]:
-    """RECLAIMABLE's answer, narrowed by the queue-share rule of each such plugin present.
-
-    Volcano lets the first tier that answers decide alone; with its documented
-    layout (conformance in tier 1, proportion in tier 2) proportion is never
-    asked and reclaim takes from queues at or below their share (issue #5896).
-    """
-    rules = []
-    for name in SHARE_RULES:
-        option = ssn.options.get(name)
-        rule = getattr(ssn.plugins.get(name), "reclaim_victims", None)
-        if option is not None and option.enabled("enableReclaimable") and callable(rule):
-            rules.append(rule)
-
-    def victims(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
-        found = ssn.reclaimable(reclaimer, reclaimees)
-        for rule in rules:
-            kept = {t.uid for t in rule(ssn, reclaimer, found)}
-            found = [t for t in found if t.uid in kept]
-        return found
-
-    return victims

@@ -8,13 +8,13 @@ from typing import Any
 import msgspec
 
 from asyncsched.api.meta import ObjectMeta
-from asyncsched.api.validation import dns1123_subdomain, label_value, qualified_name
+from asyncsched.api.selectors import match_labels_problems, requirement_problems
+from asyncsched.api.validation import dns1123_subdomain
 
 __all__ = ["HyperNode", "HyperNodeSpec", "hypernode_problems"]
 
 MEMBER_TYPES = ("Node", "HyperNode")
 SELECTORS = ("exactMatch", "regexMatch", "labelMatch")
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _TIER_NAME_MAX = 253
 
 
@@ -100,14 +100,10 @@ def _pattern_problems(pattern: Any, at: str) -> list[str]:
 
 def _label_match_problems(match: dict[str, Any], at: str) -> list[str]:
     """A label selector as Kubernetes validates one: keys, values and operators."""
-    problems = []
     labels = match.get("matchLabels") or {}
     if not isinstance(labels, dict):
         return [f"{at}.matchLabels must map label keys to values"]
-    for key, value in labels.items():
-        why = qualified_name(str(key)) or label_value(str(value))
-        if why:
-            problems.append(f"{at}.matchLabels[{key!r}]: {why}")
+    problems = match_labels_problems(labels, f"{at}.matchLabels")
     expressions = match.get("matchExpressions") or []
     if not isinstance(expressions, list):
         return [*problems, f"{at}.matchExpressions must be a list"]
@@ -116,14 +112,8 @@ def _label_match_problems(match: dict[str, Any], at: str) -> list[str]:
         if not isinstance(expr, dict):
             problems.append(f"{where} must be an object with key and operator")
             continue
-        key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        why = qualified_name(key) if isinstance(key, str) else "is required"
-        if why:
-            problems.append(f"{where}.key {key!r} {why}")
-        if operator not in _OPERATORS:
-            problems.append(f"{where}.operator must be one of {', '.join(_OPERATORS)}")
-        elif operator in ("In", "NotIn") and not values:
-            problems.append(f"{where}.values must not be empty for operator {operator}")
-        elif operator in ("Exists", "DoesNotExist") and values:
-            problems.append(f"{where}.values must be empty for operator {operator}")
+        values = expr.get("values") or []
+        if not isinstance(values, list):
+            values = [values]
+        problems += requirement_problems(expr.get("key"), expr.get("operator"), values, where)
     return problems

@@ -13,6 +13,8 @@ from asyncsched.api.meta import Condition, Int32, ObjectMeta
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
+    "HIERARCHY_ANNOTATION",
+    "HIERARCHY_WEIGHTS_ANNOTATION",
     "PodGroup",
     "PodGroupSpec",
     "PodGroupStatus",
@@ -23,6 +25,10 @@ __all__ = [
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 """The pod annotation that names the pod's PodGroup (Volcano's key)."""
+HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
+"""A Queue's path in hierarchical DRF, such as ``root/eng/prod``."""
+HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
+"""The weights along that path, such as ``1/2/8``."""
 
 Quantity = str | int | float
 

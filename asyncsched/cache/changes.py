@@ -34,11 +34,13 @@ class Changes:
     """A Node object changed (labels, taints, conditions...): node flags are made anew."""
     everything: bool = True
     """Priorities or the set of queues changed: every task and job is copied again."""
+    budgets: bool = True
+    """A PodDisruptionBudget was added, changed or removed: the budgets are made anew."""
 
     @staticmethod
     def cleared() -> Changes:
         """Nothing changed yet (after a snapshot)."""
-        return Changes(node_set=False, node_objects=False, everything=False)
+        return Changes(node_set=False, node_objects=False, everything=False, budgets=False)
 
     def task(self, task: TaskInfo) -> None:
         """A task changed: it, its job and the node it sits on are copied again."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.queue_rules import queue_problems
 from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.cache.changes import Changes, JobEntry
@@ -32,7 +33,8 @@ _EVICTABLE = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 
 
 class ClusterCache:
-    """Pods, nodes, PodGroups, Queues and PriorityClasses, indexed for scheduling.
+    """Pods, nodes, PodGroups, Queues, PriorityClasses and PodDisruptionBudgets, indexed
+    for scheduling.
 
     Every method that changes what a snapshot would show records the task, job
     or node it changed in ``changes``; ``snapshot`` copies only those (and what
@@ -47,6 +49,8 @@ class ClusterCache:
         self.tasks: dict[str, TaskInfo] = {}
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
+        self.disruption_budgets: dict[str, PodDisruptionBudget] = {}
+        """By ``namespace/name``."""
         self.pods: dict[str, Pod] = {}
         self.generation = 0
         """Bumped on every change, so the loop knows when a session may decide differently."""
@@ -219,7 +223,7 @@ class ClusterCache:
             node.add_task(task)
         self.generation += 1
 
-    # -- podgroups, queues, priority classes ------------------------------------
+    # -- podgroups, queues, priority classes, disruption budgets -------------------
 
     def upsert_podgroup(self, podgroup: PodGroup) -> None:
         """Take a PodGroup; ValueError (and no change) if its minResources cannot be read.
@@ -290,6 +294,19 @@ class ClusterCache:
     def delete_priority_class(self, name: str) -> None:
         if self.priority_classes.pop(name, None) is not None:
             self.changes.everything = True
+            self.generation += 1
+
+    def upsert_disruption_budget(self, pdb: PodDisruptionBudget) -> None:
+        key = f"{pdb.metadata.namespace}/{pdb.metadata.name}"
+        if self.disruption_budgets.get(key) == pdb:
+            return
+        self.disruption_budgets[key] = pdb
+        self.changes.budgets = True
+        self.generation += 1
+
+    def delete_disruption_budget(self, namespace: str, name: str) -> None:
+        if self.disruption_budgets.pop(f"{namespace}/{name}", None) is not None:
+            self.changes.budgets = True
             self.generation += 1
 
     # -- questions -----------------------------------------------------------

@@ -25,6 +25,7 @@ from asyncsched.api import PodGroup, Queue
 from asyncsched.cache.changes import JobEntry
 from asyncsched.model import (
     ClusterSnapshot,
+    DisruptionBudget,
     JobInfo,
     NodeFlags,
     NodeInfo,
@@ -94,6 +95,7 @@ class _Handed:
     job since (preempt evicting its tasks), and it must leave the totals as it came in."""
     token: object | None = None
     """The configuration every job in ``settled`` was found settled under."""
+    budgets: tuple[DisruptionBudget, ...] | None = None
 
 
 class Snapshots:
@@ -220,7 +222,16 @@ class _Build:
             active=active,
             settled_totals={q: t.copy() for q, t in handed.totals.items() if t.jobs},
             settled_under=handed.token if handed.settled else None,
+            disruption_budgets=self._budgets(full or changes.budgets),
         )
+
+    def _budgets(self, anew: bool) -> tuple[DisruptionBudget, ...]:
+        """The budgets in ``namespace/name`` order; the last snapshot's while none changed."""
+        handed = self.handed
+        if anew or handed.budgets is None:
+            found = self.cache.disruption_budgets
+            handed.budgets = tuple(DisruptionBudget.of(found[k]) for k in sorted(found))
+        return handed.budgets
 
     def _queues(self) -> dict[str, QueueInfo]:
         """QueueInfos, parsed again only for Queue objects that changed (they are read-only)."""

@@ -1,5 +1,5 @@
 """``asyncsched controllers``: run Volcano's Job, PodGroup and Queue controllers and the
-Job admission webhook against a real cluster."""
+Job and Queue admission webhooks against a real cluster."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ __all__ = ["register"]
 def register(commands: Any) -> None:
     run = commands.add_parser(
         "controllers",
-        help="run the Job, PodGroup and Queue controllers and the Job admission webhook",
+        help="run the Job, PodGroup and Queue controllers and the Job and Queue webhooks",
         description="Run Volcano's controllers against an API server (kubeconfig, or in-cluster).",
     )
     run.add_argument(

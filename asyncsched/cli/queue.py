@@ -32,6 +32,7 @@ from asyncsched.cli.output import (
     print_table,
     segment,
 )
+from asyncsched.controllers.queue_admission import PROTECTED_QUEUES
 
 __all__ = ["register"]
 
@@ -41,7 +42,6 @@ PODGROUPS = f"/apis/{API_VERSION}/podgroups"
 JOBS = "/apis/batch.volcano.sh/v1alpha1/jobs"
 COMMAND_NAMESPACE = "default"
 """Where vcctl writes queue Commands (a Command is namespaced, a Queue is not)."""
-PROTECTED = ("default", "root")
 STATES = ("Open", "Closed")
 PHASES = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
 """PodGroup phases counted per queue, the columns after Parent."""
@@ -76,7 +76,7 @@ def register(commands: Any) -> None:
     operate.add_argument("-w", "--weight", type=int, default=0, help="the new weight (update)")
     operate.set_defaults(func=command(_operate, _check_operate))
 
-    remove = _verb(verbs, "delete", f"delete a queue (never {' or '.join(PROTECTED)})")
+    remove = _verb(verbs, "delete", f"delete a queue (never {' or '.join(PROTECTED_QUEUES)})")
     remove.set_defaults(func=command(_delete, _check_name))
 
 
@@ -234,7 +234,7 @@ async def _operate(client: KubeClient, args: argparse.Namespace) -> int:
 
 async def _delete(client: KubeClient, args: argparse.Namespace) -> int:
     name = args.name
-    if name in PROTECTED:
+    if name in PROTECTED_QUEUES:
         raise CliError(f"`{name}` queue can not be deleted")
     queue = await get(client, _path(name), what=f'queue "{name}"')
     reasons = []

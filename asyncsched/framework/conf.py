@@ -156,6 +156,7 @@ def parse_configuration(text: str, source: str = "configuration") -> SchedulerCo
         configurations.append(ActionConfiguration(name=item["name"], arguments=arguments))
 
     warnings.extend(_eviction_warnings(actions, tiers, source))
+    warnings.extend(_budget_warnings(actions, tiers, source))
 
     metrics = document.get("metrics") or {}
     if not isinstance(metrics, dict):
@@ -197,8 +198,8 @@ def _parse_tier(raw: Any, where: str, warnings: list[str]) -> Tier:
 # Which built-in plugins answer the hooks preempt and reclaim cannot work without.
 _STARVING = ("gang", "priority")
 _VICTIMS = {
-    "preempt": ("enablePreemptable", ("gang", "priority", "conformance", "drf")),
-    "reclaim": ("enableReclaimable", ("gang", "conformance", "proportion", "capacity")),
+    "preempt": ("enablePreemptable", ("gang", "priority", "conformance", "drf", "pdb")),
+    "reclaim": ("enableReclaimable", ("gang", "conformance", "proportion", "capacity", "pdb")),
 }
 
 
@@ -222,6 +223,31 @@ def _eviction_warnings(actions: tuple[str, ...], tiers: tuple[Tier, ...], source
         if missing:
             warnings.append(
                 f"{source}: action {action!r} will evict nothing: it needs " + " and ".join(missing)
+            )
+    return warnings
+
+
+def _budget_warnings(actions: tuple[str, ...], tiers: tuple[Tier, ...], source: str) -> list[str]:
+    """One line when pdb sits in a tier below one whose plugins offer the same action's
+    victims: the first tier that answers decides the victims alone, so pdb is not asked
+    and nothing keeps the scheduler from choosing victims the Eviction API will refuse."""
+    warnings = []
+    for action, (flag, offering) in _VICTIMS.items():
+        if action not in actions:
+            continue
+        found = [
+            (i, p.name) for i, tier in enumerate(tiers) for p in tier.plugins if p.enabled(flag)
+        ]
+        at = next((i for i, name in found if name == "pdb"), None)
+        if at is None:
+            continue
+        above = [(i, name) for i, name in found if i < at and name in offering]
+        if above:
+            first = above[0][0]
+            names = ", ".join(name for i, name in above if i == first)
+            warnings.append(
+                f"{source}: pdb in tiers[{at}] is never asked for {action} victims: {names} "
+                f"in tiers[{first}] decide them first; put pdb in tiers[{first}]"
             )
     return warnings
 

@@ -39,6 +39,7 @@ __all__ = [
     "first_decisive",
     "first_failure",
     "intersect_victims",
+    "narrow",
     "sum_scores",
     "tier_all_true",
     "tier_vote",
@@ -189,6 +190,24 @@ def intersect_victims(tiers: Tiers, call: Call, *args: Any) -> list[Any]:
     return []
 
 
+def narrow(tiers: Tiers, call: Call, *args: Any) -> list[Any]:
+    """Victims filtered in turn, across every tier: each plugin is offered what the ones
+    before it kept (the last argument narrowed) and keeps those it allows (None keeps
+    them all). Nobody answering keeps everything offered."""
+    *head, offered = args
+    kept = list(offered)
+    for tier in tiers:
+        for plugin, fn in tier:
+            if not kept:
+                return kept
+            allowed = call(plugin, fn, (*head, kept))
+            if allowed is FAILED or allowed is None:
+                continue
+            uids = {v.uid for v in allowed}
+            kept = [v for v in kept if v.uid in uids]
+    return kept
+
+
 def broadcast(tiers: Tiers, call: Call, *args: Any) -> None:
     """Every plugin is told; the answers are ignored (events)."""
     for tier in tiers:
@@ -207,6 +226,7 @@ RULES: tuple[Rule, ...] = (
     first_failure,
     tier_all_true,
     intersect_victims,
+    narrow,
     broadcast,
 )
 

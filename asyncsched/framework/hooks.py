@@ -53,6 +53,8 @@ Rules:
   plugins must say True (job starving).
 - ``intersect_victims``: victims proposed within a tier intersect; the first tier
   that proposes any decides.
+- ``narrow``: victims filtered in turn across every tier: each plugin keeps what it
+  allows of what the ones before it kept (None keeps them all).
 - ``broadcast``: every plugin is called; results are ignored (events).
 """
 
@@ -90,9 +92,12 @@ __all__ = [
     "OVERUSED",
     "PREDICATE",
     "PREEMPTABLE",
+    "PREEMPTIVE",
     "QUEUE_ORDER",
     "RECLAIMABLE",
+    "SHARE_RECLAIMABLE",
     "TASK_ORDER",
+    "VICTIM_QUEUE_ORDER",
     "BoolArray",
     "FloatArray",
     "Hook",
@@ -130,6 +135,7 @@ class Hook(Generic[F]):
 JobOrderFn = Callable[["JobInfo", "JobInfo"], int]
 QueueOrderFn = Callable[["QueueInfo", "QueueInfo"], int]
 TaskOrderFn = Callable[["TaskInfo", "TaskInfo"], int]
+VictimQueueOrderFn = Callable[["QueueInfo", "QueueInfo", "QueueInfo"], int]
 
 JOB_ORDER: Hook[JobOrderFn] = Hook(
     "job_order",
@@ -154,6 +160,17 @@ TASK_ORDER: Hook[TaskOrderFn] = Hook(
     "enableTaskOrder",
     dispatch.first_decisive,
     "Compare two tasks of one job: negative if the first is placed first.",
+    answers=answers.COMPARISON,
+    mutates=False,
+    cheap=True,
+)
+VICTIM_QUEUE_ORDER: Hook[VictimQueueOrderFn] = Hook(
+    "victim_queue_order",
+    "",
+    dispatch.first_decisive,
+    "Compare two queues whose running tasks are victims for a task of the third queue: "
+    "negative if the first one's tasks go first, 0 for no opinion (then the queue served "
+    "last gives first). Volcano has no switch for it.",
     answers=answers.COMPARISON,
     mutates=False,
     cheap=True,
@@ -291,6 +308,7 @@ JOB_STARVING: Hook[JobPredicateFn] = Hook(
 # -- queues -----------------------------------------------------------------
 QueuePredicateFn = Callable[["QueueInfo"], bool]
 AllocatableFn = Callable[["QueueInfo", "TaskInfo"], bool]
+PreemptiveFn = Callable[["QueueInfo", list["TaskInfo"]], bool]
 
 OVERUSED: Hook[QueuePredicateFn] = Hook(
     "overused",
@@ -310,6 +328,16 @@ ALLOCATABLE: Hook[AllocatableFn] = Hook(
     mutates=False,
     cheap=True,
 )
+PREEMPTIVE: Hook[PreemptiveFn] = Hook(
+    "preemptive",
+    "enablePreemptive",
+    dispatch.all_true,
+    "May the queue take room back from other queues for these tasks? Reclaim asks it "
+    "for each pending task before looking for victims.",
+    answers=answers.BOOL,
+    mutates=False,
+    cheap=False,
+)
 
 # -- victims ----------------------------------------------------------------
 VictimsFn = Callable[["TaskInfo", list["TaskInfo"]], list["TaskInfo"] | None]
@@ -328,6 +356,18 @@ RECLAIMABLE: Hook[VictimsFn] = Hook(
     "enableReclaimable",
     dispatch.intersect_victims,
     "Of these running tasks of other queues, which may the reclaimer evict?",
+    answers=answers.VICTIMS,
+    mutates=False,
+    cheap=False,
+)
+SHARE_RECLAIMABLE: Hook[VictimsFn] = Hook(
+    "share_reclaimable",
+    "enableReclaimable",
+    dispatch.narrow,
+    "Of the victims RECLAIMABLE allowed, which may their queues give back to the "
+    "reclaimer's queue? The queue-share rules (proportion, capacity) hold whatever tier "
+    "they sit in: with RECLAIMABLE's rule alone the first tier that answers decides, "
+    "and with conformance in tier 1 reclaim would ignore the shares (Volcano's issue #5896).",
     answers=answers.VICTIMS,
     mutates=False,
     cheap=False,
@@ -360,6 +400,7 @@ ALL_HOOKS: tuple[Hook[Any], ...] = (
     JOB_ORDER,
     QUEUE_ORDER,
     TASK_ORDER,
+    VICTIM_QUEUE_ORDER,
     PREDICATE,
     BATCH_PREDICATE,
     NODE_ORDER,
@@ -372,8 +413,10 @@ ALL_HOOKS: tuple[Hook[Any], ...] = (
     JOB_STARVING,
     OVERUSED,
     ALLOCATABLE,
+    PREEMPTIVE,
     PREEMPTABLE,
     RECLAIMABLE,
+    SHARE_RECLAIMABLE,
     ON_ALLOCATE,
     ON_DEALLOCATE,
 )

@@ -39,9 +39,12 @@ from asyncsched.framework.hooks import (
     OVERUSED,
     PREDICATE,
     PREEMPTABLE,
+    PREEMPTIVE,
     QUEUE_ORDER,
     RECLAIMABLE,
+    SHARE_RECLAIMABLE,
     TASK_ORDER,
+    VICTIM_QUEUE_ORDER,
     BoolArray,
     FloatArray,
     Hook,
@@ -91,6 +94,8 @@ class Session:
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.table = snapshot.table
         self.priority_classes = snapshot.priority_classes
+        self.disruption_budgets = snapshot.disruption_budgets
+        """Every PodDisruptionBudget, in ``namespace/name`` order (read-only)."""
         self.now = snapshot.now
         self.configuration = configuration
         self.plugins = plugins
@@ -251,6 +256,12 @@ class Session:
         decided: int = self.call(TASK_ORDER, left, right)
         return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
 
+    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> bool:
+        """True if ``left``'s tasks are given up before ``right``'s for a task of
+        ``preemptor`` (else the queue served last gives first, as in Volcano)."""
+        decided: int = self.call(VICTIM_QUEUE_ORDER, left, right, preemptor)
+        return decided < 0 if decided else self.queue_order(right, left)
+
     def job_key(self, frozen: bool = True) -> Callable[[JobInfo], Any]:
         """A sort key that orders jobs by job_order.
 
@@ -334,6 +345,10 @@ class Session:
         allowed: bool = self.call(ALLOCATABLE, queue, task)
         return allowed
 
+    def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        allowed: bool = self.call(PREEMPTIVE, queue, tasks)
+        return allowed
+
     # -- placement ---------------------------------------------------------------
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> str | None:
@@ -397,6 +412,10 @@ class Session:
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         victims: list[TaskInfo] = self.call(RECLAIMABLE, reclaimer, reclaimees)
+        return victims
+
+    def share_reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        victims: list[TaskInfo] = self.call(SHARE_RECLAIMABLE, reclaimer, reclaimees)
         return victims
 
     # -- events ------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The scheduling model: resources, tasks, jobs, nodes and queues, free of I/O."""
 
+from asyncsched.model.disruption import DisruptionBudget
 from asyncsched.model.job import JobInfo, PodGroupPhase
 from asyncsched.model.node import NodeFlags, NodeInfo
 from asyncsched.model.node_table import NodeTable
@@ -11,6 +12,7 @@ from asyncsched.model.task import TaskInfo
 
 __all__ = [
     "ClusterSnapshot",
+    "DisruptionBudget",
     "JobInfo",
     "NodeFlags",
     "NodeInfo",

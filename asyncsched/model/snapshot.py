@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from asyncsched.model.books import SettledTotals
+from asyncsched.model.disruption import DisruptionBudget
 from asyncsched.model.job import JobInfo
 from asyncsched.model.node import NodeFlags, NodeInfo
 from asyncsched.model.node_table import NodeTable
@@ -62,7 +63,7 @@ __all__ = ["ClusterSnapshot", "SnapshotReuseError", "snapshot_differences"]
 
 @dataclass
 class ClusterSnapshot:
-    """Jobs, nodes and queues that share no mutable object with the cache."""
+    """Jobs, nodes, queues and disruption budgets that share no mutable object with the cache."""
 
     jobs: dict[str, JobInfo]
     nodes: dict[str, NodeInfo]
@@ -78,6 +79,9 @@ class ClusterSnapshot:
     """Per queue, the sums over the jobs in ``jobs`` but not in ``active``."""
     settled_under: object | None = None
     """The configuration the settled jobs were found settled under."""
+    disruption_budgets: tuple[DisruptionBudget, ...] = ()
+    """Every PodDisruptionBudget, by namespace and name (immutable, shared between
+    snapshots while no budget changes)."""
     reference: ClusterSnapshot | None = None
     """Built from scratch for checking (ASYNCSCHED_CHECK_SNAPSHOTS=1): a session on it
     must decide and report exactly what the session on this one does."""
@@ -144,6 +148,8 @@ def snapshot_differences(mine: ClusterSnapshot, fresh: ClusterSnapshot) -> list[
         found.append("node names or their order differ")
     if list(mine.queues) != list(fresh.queues):
         found.append("queue names differ")
+    if mine.disruption_budgets != fresh.disruption_budgets:
+        found.append("disruption budgets differ")
     flags, fresh_flags = mine.node_flags, fresh.node_flags
     if (flags is None) != (fresh_flags is None) or (
         flags is not None

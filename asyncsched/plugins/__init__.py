@@ -11,6 +11,7 @@ from asyncsched.plugins.drf import DrfPlugin
 from asyncsched.plugins.gang import GangPlugin
 from asyncsched.plugins.nodeorder import NodeOrderPlugin
 from asyncsched.plugins.overcommit import OvercommitPlugin
+from asyncsched.plugins.pdb import PdbPlugin
 from asyncsched.plugins.predicates import PredicatesPlugin
 from asyncsched.plugins.priority import PriorityPlugin
 from asyncsched.plugins.proportion import ProportionPlugin
@@ -28,6 +29,7 @@ BUILTIN_PLUGINS: dict[str, PluginBuilder] = {
         PredicatesPlugin,
         NodeOrderPlugin,
         BinpackPlugin,
+        PdbPlugin,
     )
 }
 

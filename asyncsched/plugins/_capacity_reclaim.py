@@ -2,9 +2,11 @@
 
 A victim's queue must hold more than it deserves on a resource the victim
 uses (or deserve nothing of what the victim uses at all), and may never be
-taken below its guarantee. Victims are weighed one after another, each
-counted out of its queue before the next is looked at, so a queue a little
-over its deserved amount gives up only what it is over by. With
+taken below its guarantee. Victims are weighed one after another in victim
+order (``asyncsched.framework.victim_order``; in a hierarchy the closer
+relative of the reclaimer's queue first), each counted out of its queue
+before the next is looked at, so a queue a little over its deserved amount
+gives up only what it is over by. With
 ``ancestorReclaimLevel`` in a hierarchy, the victim's ancestors up to that
 many levels must be over what they deserve too, so a project does not lose
 tasks to a project of another group while its own group is within its share.
@@ -12,18 +14,13 @@ tasks to a project of another group while its own group is within its share.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 from asyncsched.framework import Session
-from asyncsched.model import QueueInfo, Resource, TaskInfo
+from asyncsched.framework.victim_order import victim_key
+from asyncsched.model import Resource, TaskInfo
 from asyncsched.model.queue_tree import ROOT, QueueNode, QueueTree
 from asyncsched.model.resource import CPU, MEMORY, PODS
 
 __all__ = ["Reclaim", "common_depth"]
-
-T = TypeVar("T")
 
 
 def common_depth(left: QueueNode, right: QueueNode) -> int:
@@ -60,17 +57,10 @@ def _over_where_used(held: Resource, node: QueueNode, used: Resource) -> bool:
 class Reclaim:
     """The capacity plugin's reclaimable callback over one session's queue tree."""
 
-    def __init__(
-        self,
-        ssn: Session,
-        tree: QueueTree,
-        level: int,
-        victim_queue_order: Callable[[QueueInfo, QueueInfo, QueueInfo], int],
-    ) -> None:
+    def __init__(self, ssn: Session, tree: QueueTree, level: int) -> None:
         self.ssn = ssn
         self.tree = tree
         self.level = level if tree.hierarchical else 0
-        self.victim_queue_order = victim_queue_order
 
     def victims(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         ssn, nodes = self.ssn, self.tree.nodes
@@ -81,7 +71,7 @@ class Reclaim:
         wanted = _names(reclaimer.init_resreq)
         held: dict[str, Resource] = {}
         victims = []
-        for task in sorted(reclaimees, key=self._order_key(reclaimer)):
+        for task in sorted(reclaimees, key=victim_key(ssn, reclaimer)):
             victim_job = ssn.jobs.get(task.job)
             node = nodes.get(victim_job.queue) if victim_job is not None else None
             if node is None or not (_names(task.resreq) & wanted):
@@ -133,39 +123,3 @@ class Reclaim:
         """Do the two queues share a non-root ancestor within the reclaim level?"""
         ours = {a for a in mine.ancestors[-self.level :] if a != ROOT}
         return any(a in ours for a in node.ancestors[-self.level :])
-
-    def _order_key(self, reclaimer: TaskInfo) -> Callable[[TaskInfo], Any]:
-        """Volcano's victim order: within a job the task placed last goes first; within a
-        queue the job ordered last; across queues the closer relative, then the queue
-        served last."""
-        ssn = self.ssn
-        jobs = ssn.jobs
-        own = jobs.get(reclaimer.job)
-        own_queue = ssn.queues.get(own.queue) if own is not None else None
-
-        def compare(left: TaskInfo, right: TaskInfo) -> int:
-            if left.job == right.job:
-                return _later_first(ssn.task_order, left, right)
-            ljob, rjob = jobs.get(left.job), jobs.get(right.job)
-            if ljob is None or rjob is None:
-                return 0 if ljob is rjob else (-1 if ljob is None else 1)
-            if own_queue is None or ljob.queue == rjob.queue:
-                decided = _later_first(ssn.job_order, ljob, rjob)
-                return decided or _later_first(ssn.task_order, left, right)
-            lq, rq = ssn.queues.get(ljob.queue), ssn.queues.get(rjob.queue)
-            if lq is None or rq is None:
-                return 0
-            return self.victim_queue_order(lq, rq, own_queue) or _later_first(
-                ssn.queue_order, lq, rq
-            )
-
-        return functools.cmp_to_key(compare)
-
-
-def _later_first(before: Callable[[T, T], bool], left: T, right: T) -> int:
-    """-1 when ``left`` would be served after ``right`` (so it gives way first)."""
-    if before(right, left):
-        return -1
-    if before(left, right):
-        return 1
-    return 0

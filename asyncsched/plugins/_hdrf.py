@@ -19,13 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from asyncsched.api.volcano import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
 from asyncsched.model import JobInfo, QueueInfo, Resource
 from asyncsched.plugins._resources import dominant_share
 
-__all__ = ["HIERARCHY_ANNOTATION", "WEIGHTS_ANNOTATION", "HierarchicalShares", "queue_path"]
-
-HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
-WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
+__all__ = ["HierarchicalShares", "queue_path"]
 
 
 def queue_path(queue: QueueInfo) -> list[tuple[str, float]]:
@@ -39,7 +37,7 @@ def queue_path(queue: QueueInfo) -> list[tuple[str, float]]:
     if not path:
         return []
     names = path.split("/")
-    weights = notes.get(WEIGHTS_ANNOTATION, "").split("/")
+    weights = notes.get(HIERARCHY_WEIGHTS_ANNOTATION, "").split("/")
     found = []
     for i, name in enumerate(names[1:], start=1):
         try:

@@ -19,14 +19,17 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from asyncsched.framework import Arguments, EventHandler, Session, hooks
+from asyncsched.framework import Arguments, EventHandler, Session
 from asyncsched.framework.hooks import (
     ALLOCATABLE,
     JOB_ENQUEUEABLE,
     JOB_ENQUEUED,
     JOB_VALID,
+    PREEMPTIVE,
     QUEUE_ORDER,
     RECLAIMABLE,
+    SHARE_RECLAIMABLE,
+    VICTIM_QUEUE_ORDER,
     ValidateResult,
 )
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
@@ -128,17 +131,11 @@ class CapacityPlugin:
         ssn.add(ALLOCATABLE, self.name, self._allocatable)
         ssn.add(JOB_ENQUEUEABLE, self.name, lambda job: self._enqueueable(ssn, job))
         ssn.add(JOB_ENQUEUED, self.name, self._enqueued)
-        reclaim = Reclaim(ssn, self.tree, self.ancestor_reclaim_level, self.victim_queue_order)
+        ssn.add(PREEMPTIVE, self.name, self.preemptive)
+        reclaim = Reclaim(ssn, self.tree, self.ancestor_reclaim_level)
         ssn.add(RECLAIMABLE, self.name, reclaim.victims)
-        # Hooks the preempt and reclaim actions bring, when the framework has them.
-        optional: dict[str, Any] = {
-            "PREEMPTIVE": self.preemptive,
-            "VICTIM_QUEUE_ORDER": self.victim_queue_order,
-        }
-        for hook_name, fn in optional.items():
-            hook = getattr(hooks, hook_name, None)
-            if hook is not None:
-                ssn.add(hook, self.name, fn)
+        ssn.add(SHARE_RECLAIMABLE, self.name, reclaim.victims)
+        ssn.add(VICTIM_QUEUE_ORDER, self.name, self.victim_queue_order)
 
         def moved(task: TaskInfo, sign: int) -> None:
             job = ssn.jobs.get(task.job)

@@ -29,8 +29,10 @@ from asyncsched.framework.hooks import (
     JOB_ENQUEUEABLE,
     JOB_ENQUEUED,
     OVERUSED,
+    PREEMPTIVE,
     QUEUE_ORDER,
     RECLAIMABLE,
+    SHARE_RECLAIMABLE,
 )
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
 from asyncsched.model.queue_tree import queue_books
@@ -172,8 +174,15 @@ class ProportionPlugin:
         ssn.add(QUEUE_ORDER, self.name, self._queue_order)
         ssn.add(OVERUSED, self.name, self._overused)
         ssn.add(ALLOCATABLE, self.name, self._allocatable)
+        ssn.add(PREEMPTIVE, self.name, self._preemptive)
         ssn.add(JOB_ENQUEUEABLE, self.name, lambda job: self._enqueueable(ssn, job))
         ssn.add(JOB_ENQUEUED, self.name, self._enqueued)
+
+        def victims(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+            return self._reclaim_victims(ssn, reclaimer, reclaimees)
+
+        ssn.add(RECLAIMABLE, self.name, victims)
+        ssn.add(SHARE_RECLAIMABLE, self.name, victims)
 
         def moved(task: TaskInfo, sign: int) -> None:
             job = ssn.jobs.get(task.job)
@@ -183,18 +192,18 @@ class ProportionPlugin:
                 attr.allocated = attr.allocated + change
                 attr.stale = True  # the share is recomputed when next read
 
-        ssn.add(RECLAIMABLE, self.name, lambda t, ts: self.reclaim_victims(ssn, t, ts))
         ssn.add_event_handler(
             self.name, EventHandler(lambda t: moved(t, 1), lambda t: moved(t, -1))
         )
 
-    def reclaim_victims(
+    def _reclaim_victims(
         self, ssn: Session, reclaimer: TaskInfo, reclaimees: list[TaskInfo]
     ) -> list[TaskInfo]:
         """The reclaimees whose queues may give them back (see the module's docstring).
 
-        Public so that reclaim applies it even when an earlier tier decides the
-        victims alone (Volcano's issue #5896: proportion is then never asked).
+        Registered for RECLAIMABLE, as Volcano's is, and for SHARE_RECLAIMABLE, so
+        that it holds even when an earlier tier decides the victims alone (Volcano's
+        issue #5896: proportion is then never asked).
         """
         own = ssn.jobs.get(reclaimer.job)
         mine = self.queues.get(own.queue) if own is not None else None
@@ -231,15 +240,23 @@ class ProportionPlugin:
         return attr is not None and attr.deserved.fits_in(attr.allocated)
 
     def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._within_deserved(queue, task.resreq)
+
+    def _preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        """A queue may reclaim for tasks it may take: within its deserved amount (Volcano's
+        proportion answers Preemptive with its Allocatable over the tasks together)."""
+        return self._within_deserved(queue, sum((t.resreq for t in tasks), Resource()))
+
+    def _within_deserved(self, queue: QueueInfo, request: Resource) -> bool:
         if not queue.is_open():
             return False
         attr = self.queues.get(queue.name)
         if attr is None:
             return True
         # fits_where_requested(allocated + request, deserved, request) == [], without
-        # building the sum: this runs once per task placed.
+        # building the sum: allocatable asks it once per task placed.
         allocated, deserved = attr.allocated, attr.deserved
-        for name, amount in task.resreq.items():
+        for name, amount in request.items():
             if amount > 0 and name != PODS and allocated.get(name) + amount > deserved.get(name):
                 return False
         return True

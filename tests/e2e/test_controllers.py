@@ -103,10 +103,12 @@ def stack(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         run_async(_register(testbed, docs))
         yield stack
     finally:
+        # Webhooks first: with failurePolicy Fail, no one may write a Job or Queue while
+        # they are registered and nothing answers.
+        run_async(_teardown(testbed, docs, suffix))
         for proc in (controllers, scheduler):
             with contextlib.suppress(Exception):
                 proc.terminate()
-        run_async(_teardown(testbed, docs, suffix))
 
 
 async def _register(testbed: Testbed, docs: list[dict[str, Any]]) -> None:

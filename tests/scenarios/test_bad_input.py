@@ -385,6 +385,38 @@ def test_bad_hypernode_is_refused(
     assert f"{bad}: HyperNode rack: " in err and expected in err, err
 
 
+PDB = """apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: web, namespace: shop}}
+spec: {spec}
+"""
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            "{minAvailable: 1, maxUnavailable: 1, selector: {matchLabels: {app: web}}}",
+            "spec: minAvailable and maxUnavailable cannot be both set",
+        ),
+        ("{minAvailable: -2}", "spec.minAvailable -2 must be greater than or equal to 0"),
+        ("{maxUnavailable: '120%'}", "spec.maxUnavailable '120%' must not be greater than 100%"),
+        ("{maxUnavailable: half}", "spec.maxUnavailable 'half' must be a number or a percentage"),
+        ("{minAvailable: 1.5}", "spec.minAvailable: expected `int | str | null`, got `float`"),
+        (
+            "{minAvailable: 1, selector: {matchExpressions: [{key: app, operator: In}]}}",
+            "spec.selector.matchExpressions[0].values must not be empty for operator In",
+        ),
+    ],
+)
+def test_bad_disruption_budget_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: str, expected: str
+) -> None:
+    bad, err = refused(capsys, tmp_path, "binpack.yaml", PDB.format(spec=spec))
+    assert f"{bad}: " in err and "PodDisruptionBudget" in err and expected in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.scenarios.harness import Run, simulate
+from tests.scenarios.harness import YAML, Run, simulate
 
 HIERARCHY_CONFIG = "capacity-hierarchy-config.yaml"
 
@@ -147,3 +147,70 @@ def test_volcano_capacity_h7_child_guarantees_beyond_the_parent_are_refused_at_l
     assert "Queue q7: refused by admission: spec.deserved: its child queues (q71, q72)" in (
         run.stderr
     )
+
+
+# Volcano's capacity_test.go reclaim cases are in test_volcano_eviction_cases.py; these
+# show what capacity's answers to the queue-level hooks decide in them.
+FLAT_RECLAIM = "volcano-capacity-reclaim-config.yaml"
+TREE_RECLAIM = "volcano-capacity-hierarchy-reclaim-config.yaml"
+
+
+def reclaimed(run: Run) -> tuple[set[str], dict[str, str]]:
+    """Who was evicted, and what was placed at t=1 (when the waiting pod arrived)."""
+    assert {e["time"] for e in run.of("evicted")} <= {1.0}
+    placed = {e["name"]: e["node"] for e in run.of("bound") if e["time"] == 1.0}
+    return {e["name"] for e in run.of("evicted")}, placed
+
+
+def test_a_queue_holding_its_deserved_amount_waits_instead_of_reclaiming(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Volcano's C6: q13 deserves nothing, so its p21 would be a victim; but q12, which wants
+    # room for p20, already holds the 1 cpu it deserves, and capacity's answer to
+    # `preemptive` keeps it from reclaiming: p20 waits for p19 and p21 to complete.
+    run = simulate(capsys, tmp_path, "volcano-capacity-c6.yaml", config=FLAT_RECLAIM)
+    assert run.of("evicted") == []
+    assert [e["time"] for e in run.of("bound") if e["name"] == "p20"] == [1000.0]
+
+    # The same cluster with capacity's `preemptive` switched off: nothing says q12 may not
+    # reclaim, and p21 is evicted for p20 as soon as it arrives.
+    config = (YAML / FLAT_RECLAIM).read_text(encoding="utf-8")
+    switched = tmp_path / "no-preemptive.yaml"
+    switched.write_text(
+        config.replace("- name: capacity\n", "- name: capacity\n    enablePreemptive: false\n")
+    )
+    run = simulate(capsys, tmp_path, "volcano-capacity-c6.yaml", config=switched)
+    assert reclaimed(run) == ({"p21"}, {"p20": "n1"})
+
+
+def test_a_sibling_queue_gives_back_before_a_distant_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Volcano's H3 with p7 a gang of its own: evicting q4's p5 or q31's p7 would each break
+    # one gang and free enough on n1, and capacity's victim queue order alone picks p7 (q31
+    # is the reclaimer's sibling), the one choice that makes room in q3, their parent at its
+    # capability. Taking p5 instead, nothing could be placed.
+    run = simulate(capsys, tmp_path, "capacity-reclaim-sibling-first.yaml", config=TREE_RECLAIM)
+    assert run.code == 0, run.stdout + run.stderr
+    assert reclaimed(run) == ({"p7"}, {"p8": "n1"})
+
+
+def test_an_idle_project_lends_its_gpus_and_reclaim_takes_them_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys,
+        tmp_path,
+        "capacity-hierarchy-reclaim.yaml",
+        config="capacity-hierarchy-reclaim-config.yaml",
+    )
+
+    assert run.code == 0, run.stderr
+    started = [e for e in run.of("started") if e["time"] == 0.0]
+    assert len(started) == 8, "llm borrows vision's 2 GPUs while vision is idle"
+    evicted = run.of("evicted")
+    assert [(e["time"], e["reason"]) for e in evicted] == [(10.0, "reclaim")] * 2
+    assert all(e["name"].startswith("llm-pretrain-") for e in evicted)
+    assert all(e["preemptor"].startswith("default/vision-finetune-") for e in evicted)
+    vision = [e["time"] for e in run.of("bound") if e["name"].startswith("vision-")]
+    assert vision == [10.0, 10.0], "the owner's gang runs at once on the GPUs taken back"

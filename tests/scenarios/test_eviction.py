@@ -93,3 +93,35 @@ def test_two_queues_wanting_more_than_the_cluster_settle_without_ping_pong(
     held = Counter(e["namespace"] for e in run.of("started") if e["time"] == 5.0)
     assert held["late"] == 6
     assert "all work done" in run.stdout
+
+
+def test_a_volcano_job_restarts_when_preempt_evicts_its_pod(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = _run(capsys, tmp_path, "preempt-job-restarts.yaml")
+
+    evicted = sorted(e["name"] for e in run.of("evicted"))
+    assert evicted == ["batch-worker-2", "batch-worker-3"], "only what batch runs beyond 2"
+    restarted = [e for e in run.of("deleted") if e.get("reason") == "RestartJob"]
+    assert sorted(e["name"] for e in restarted) == ["batch-worker-0", "batch-worker-1"]
+    assert all(e["time"] == 10.0 for e in restarted), "the PodEvicted policy restarts at once"
+    batch = run.job("default/batch")
+    assert (batch["phase"], batch["retries"], batch["finished"]) == ("Completed", 1, 140.0)
+    again = [(e["time"], e["name"]) for e in run.of("bound") if e["name"].startswith("batch-")]
+    assert again[4:] == [
+        (10.0, "batch-worker-0"),
+        (10.0, "batch-worker-1"),
+        (40.0, "batch-worker-2"),
+        (40.0, "batch-worker-3"),
+    ], "two workers on what urgent left, two more once urgent is done"
+
+
+def test_queue_shares_hold_whatever_tier_decides_the_victims(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = _run(capsys, tmp_path, "reclaim-share-any-tier.yaml")
+
+    # steady holds no more than it deserves: its pod is not taken for late, although gang
+    # and conformance, deciding the victims in tier 1, would let it go (Volcano's #5896).
+    assert run.of("evicted") == []
+    assert [e["time"] for e in run.of("bound") if e["name"] == "late-0"] == [500.0]

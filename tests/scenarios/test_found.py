@@ -152,3 +152,15 @@ def test_each_preemptor_costs_one_eviction_when_the_victims_were_settled(
     preempted = [e["name"] for e in run.of("evicted") if e["reason"] == "preempt"]
     assert len(preempted) == 2, preempted
     assert len([e for e in run.of("evicted") if e["reason"] == "reclaim"]) == 4
+
+
+def test_a_pod_of_a_class_that_never_preempts_waits_instead(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys, tmp_path, "found-class-never-preempts.yaml", config="preempt-config.yaml"
+    )
+
+    assert run.code == 0, run.stderr
+    assert run.of("evicted") == []
+    assert [(e["time"], e["name"]) for e in run.of("bound")][-1] == (30.0, "report-0")

@@ -148,3 +148,15 @@ def test_job_runs_are_deterministic(capsys: pytest.CaptureFixture[str], tmp_path
     first = simulate(capsys, tmp_path, NODES, "job-tensorflow.yaml", "job-restart.yaml")
     second = simulate(capsys, tmp_path, NODES, "job-tensorflow.yaml", "job-restart.yaml")
     assert first.events == second.events and first.stdout == second.stdout
+
+
+def test_a_job_restarted_into_a_closed_queue_waits_and_the_run_says_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "restart-in-closed-queue.yaml")
+
+    assert run.code == 4, run.stdout  # stuck
+    assert job_phases(run, "too-big") == ["Pending", "Restarting"]
+    assert "result: stuck at t=10s: 1 gang or lone pod can never be scheduled" in run.stdout
+    waiting = run.stdout.split("waiting when the run ended", 1)[1]
+    assert "Job default/too-big (0 pods): queue research is not open" in waiting

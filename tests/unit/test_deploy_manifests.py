@@ -277,6 +277,7 @@ def test_rbac_grants_what_the_scheduler_needs() -> None:
         ("scheduling.volcano.sh", "queues", "watch"),
         ("scheduling.volcano.sh", "queues/status", "update"),
         ("topology.volcano.sh", "hypernodes", "watch"),
+        ("policy", "poddisruptionbudgets", "watch"),
         ("", "pods/binding", "create"),
         ("", "pods/eviction", "create"),
         ("", "pods/status", "patch"),

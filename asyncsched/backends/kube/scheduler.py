@@ -16,6 +16,7 @@ from typing import Any
 
 from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import ConfigMap
+from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.kube.binder import Binder
@@ -51,6 +52,10 @@ PRIORITY_CLASSES = ResourceKind(
 )
 HYPERNODES = ResourceKind(
     "HyperNode", "/apis/topology.volcano.sh/v1alpha1/hypernodes", HyperNode, optional=True
+)
+
+DISRUPTION_BUDGETS = ResourceKind(
+    "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", PodDisruptionBudget
 )
 
 CONFIG_KEYS = ("scheduler.yaml", "volcano-scheduler.conf")
@@ -120,6 +125,11 @@ class KubeScheduler(Effects):
                 lambda ns, n: self.cache.delete_priority_class(n),
             ),
             self._informer(HYPERNODES, lambda obj: None, lambda ns, n: None),
+            self._informer(
+                DISRUPTION_BUDGETS,
+                self.cache.upsert_disruption_budget,
+                self.cache.delete_disruption_budget,
+            ),
         ]
         if options.config_map:
             self.informers.append(self._config_map_informer(options.config_map))
@@ -382,4 +392,5 @@ _API_VERSIONS = {
     "Queue": "scheduling.volcano.sh/v1beta1",
     "PriorityClass": "scheduling.k8s.io/v1",
     "HyperNode": "topology.volcano.sh/v1alpha1",
+    "PodDisruptionBudget": "policy/v1",
 }

@@ -1,5 +1,6 @@
 """Checks of the input against Kubernetes' and Volcano's admission: names, PodGroups,
-Queues, HyperNodes, Jobs, Deployments, Commands, and what objects refer to.
+Queues, HyperNodes, PodDisruptionBudgets, Jobs, Deployments, Commands, and what objects
+refer to.
 
 They run before the simulation starts, so an object the API server or a
 webhook would refuse stops the run with one line, as ``kubectl apply`` of it
@@ -15,6 +16,7 @@ from typing import Any
 from asyncsched.api import Command, Job, Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.policy import PodDisruptionBudget, pdb_problems
 from asyncsched.api.queue_rules import queue_problems, queue_tree_problems
 from asyncsched.api.topology import HyperNode, hypernode_problems
 from asyncsched.api.validation import metadata_problems
@@ -58,6 +60,8 @@ def check_object(obj: SimObject, where: str) -> None:
         problems += queue_problems(obj)
     elif isinstance(obj, HyperNode):
         problems += hypernode_problems(obj)
+    elif isinstance(obj, PodDisruptionBudget):
+        problems += pdb_problems(obj)
     if problems:
         raise ManifestError(f"{where}: " + "; ".join(problems))
     if isinstance(obj, Pod):

@@ -12,7 +12,8 @@ call, from the pod's restartPolicy: ``Never`` fails the pod, ``OnFailure`` and
 
 The kubelets watch pods through the store and write pod status back to it, as
 real kubelets do: a pod bound to a node starts at once (phase Running), and
-ends Succeeded or Failed when its work is done.
+ends Succeeded or Failed when its work is done. A running pod is Ready (its
+containers have no readiness probes to wait for); an ended one is not.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from asyncsched.api.core import (
     ContainerStateTerminated,
     ContainerStatus,
 )
+from asyncsched.api.meta import Condition
 from asyncsched.backends.sim.agenda import Agenda
 from asyncsched.backends.sim.fields import (
     DURATION_ANNOTATION,
@@ -220,11 +222,13 @@ class Kubelets:
             pod = self.store.get(Pod, key)
             if pod is None or pod.status.phase != "Pending" or not pod.spec.node_name:
                 continue
+            started = format_timestamp(EPOCH + now)
             status = msgspec.structs.replace(
                 pod.status,
                 phase="Running",
-                start_time=format_timestamp(EPOCH + now),
+                start_time=started,
                 container_statuses=[ContainerStatus(name=_container(pod))],
+                conditions=_ready(pod.status.conditions, "True", "", started),
             )
             self.store.update(msgspec.structs.replace(pod, status=status), actor=KUBELET)
             self._schedule(self.progress.start(key, now))
@@ -272,11 +276,21 @@ class Kubelets:
         terminated = ContainerState(terminated=ContainerStateTerminated(code, reason))
         statuses = pod.status.container_statuses or [ContainerStatus(name=_container(pod))]
         first = msgspec.structs.replace(statuses[0], state=terminated)
+        ended = format_timestamp(EPOCH + self.agenda.now)
         status = msgspec.structs.replace(
-            pod.status, phase=phase, container_statuses=[first, *statuses[1:]]
+            pod.status,
+            phase=phase,
+            container_statuses=[first, *statuses[1:]],
+            conditions=_ready(pod.status.conditions, "False", "PodCompleted", ended),
         )
         self.store.update(msgspec.structs.replace(pod, status=status), actor=KUBELET)
         self._schedule(self.progress.finish(key, self.agenda.now))
+
+
+def _ready(conditions: list[Condition], status: str, reason: str, when: str) -> list[Condition]:
+    """The pod's conditions with Ready set (what PodDisruptionBudgets count as healthy)."""
+    ready = Condition(type="Ready", status=status, reason=reason, last_transition_time=when)
+    return [*(c for c in conditions if c.type != "Ready"), ready]
 
 
 def _container(pod: Pod) -> str:

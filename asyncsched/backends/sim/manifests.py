@@ -28,6 +28,7 @@ from asyncsched.api import (
     Queue,
 )
 from asyncsched.api.core import ConfigMap
+from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
 from asyncsched.backends.sim.caveats import caveats, with_volcano_defaults
 from asyncsched.backends.sim.checks import (
@@ -78,6 +79,7 @@ _KINDS: dict[tuple[str, str], type[Any]] = {
     ("v1", "Service"): Service,
     ("v1", "ConfigMap"): ConfigMap,
     ("topology.volcano.sh/v1alpha1", "HyperNode"): HyperNode,
+    ("policy/v1", "PodDisruptionBudget"): PodDisruptionBudget,
 }
 _CLUSTER_SCOPED = (Node, Queue, PriorityClass, HyperNode)
 _UPDATABLE = (Deployment,)

@@ -17,6 +17,7 @@ import msgspec
 from asyncsched.api import Command, Job, KubeObject
 from asyncsched.api.core import ConfigMap
 from asyncsched.api.meta import Int32, ObjectMeta
+from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
 
 __all__ = [
@@ -83,7 +84,9 @@ class NetworkPolicy(
     spec: dict[str, Any] = {}
 
 
-SimObject = KubeObject | Job | Command | Deployment | Service | ConfigMap | HyperNode
+SimObject = (
+    KubeObject | Job | Command | Deployment | Service | ConfigMap | HyperNode | PodDisruptionBudget
+)
 """Everything the simulator reads from users' YAML."""
 
 

@@ -2,7 +2,7 @@
 
 The recorder watches every kind in the store and turns each change into the
 events ``asyncsched simulate --events`` writes (submitted, created, bound,
-started, completed, failed, restarted, evicted, deleted, unschedulable,
+started, completed, failed, restarted, evicted, refused, deleted, unschedulable,
 phase...). It changes nothing in the cluster.
 """
 
@@ -39,7 +39,11 @@ SimEvent = dict[str, Any]
 USER = "user"
 APISERVER = "apiserver"
 """The API server itself, making what every cluster has (the system PriorityClasses)."""
-_NOTE_EVENTS = {"FailedScheduling": "unschedulable", "FailedCreate": "failed"}
+_NOTE_EVENTS = {
+    "FailedScheduling": "unschedulable",
+    "FailedCreate": "failed",
+    "EvictionRefused": "refused",
+}
 """Kubernetes Event reasons that appear in the event stream, and as what."""
 
 
@@ -162,7 +166,7 @@ class Recorder:
         event = _NOTE_EVENTS.get(note.reason)
         if event is None:
             return
-        if note.kind == "Pod":
+        if note.kind == "Pod" and event == "unschedulable":
             record = self.pods.get(f"{note.namespace}/{note.name}")
             if record is not None:
                 record.reason = note.message

@@ -3,9 +3,10 @@
 Watch events go into the same ClusterCache the kube backend keeps; a session
 runs on its snapshot; its decisions are carried out through the store as the
 API server would take them: a bind sets the pod's nodeName (if the pod is
-still the one decided on, and unbound), an eviction deletes the pod, a
-PodGroup status is written, a pod that cannot be placed gets a
-FailedScheduling Event.
+still the one decided on, and unbound), an eviction goes through the Eviction
+API (which refuses what a PodDisruptionBudget forbids: an EvictionRefused Event)
+and deletes the pod, a PodGroup status is written, a pod that cannot be placed
+gets a FailedScheduling Event.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import logging
 import msgspec
 
 from asyncsched.actions.explain import job_waiting_reason, waiting_reason
-from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
 from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.backends.config_source import ConfigSource
-from asyncsched.backends.sim.store import Note, ObjectStore, WatchEvent
+from asyncsched.backends.sim.evictions import spend_budget
+from asyncsched.backends.sim.store import EPOCH, Note, ObjectStore, WatchEvent
 from asyncsched.cache import ClusterCache
 from asyncsched.framework import SessionResult, open_session, run_session
 from asyncsched.framework.effects import Effects, carry_out
@@ -33,11 +36,13 @@ from asyncsched.framework.results import (
 )
 from asyncsched.model import TaskStatus
 
-__all__ = ["SCHEDULER", "SimScheduler"]
+__all__ = ["EVICTION_REFUSED", "SCHEDULER", "SimScheduler"]
 
 log = logging.getLogger(__name__)
 
 SCHEDULER = "scheduler"
+EVICTION_REFUSED = "EvictionRefused"
+"""The reason of the Event a refused eviction gets."""
 _ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 """Statuses between which a pod's moves change nothing a session decides on."""
 
@@ -54,6 +59,8 @@ class SimScheduler(Effects):
         self.dirty = False
         """Something changed that a session may decide differently on."""
         self.sessions = 0
+        self.now = 0.0
+        """Virtual time of the last session, when its decisions are carried out."""
         self.changed = False
         """Whether the last session's decisions changed the cluster."""
         self.config_errors: list[str] = []
@@ -65,6 +72,7 @@ class SimScheduler(Effects):
         store.watch((Queue,), self._queue)
         store.watch((PriorityClass,), self._priority_class)
         store.watch((HyperNode,), self._hypernode)
+        store.watch((PodDisruptionBudget,), self._disruption_budget)
 
     # -- watch events into the cache ---------------------------------------------
 
@@ -120,6 +128,14 @@ class SimScheduler(Effects):
             self.cache.upsert_priority_class(change.obj)
         self.dirty = True
 
+    def _disruption_budget(self, change: WatchEvent) -> None:
+        pdb: PodDisruptionBudget = change.obj
+        if change.event == "DELETED":
+            self.cache.delete_disruption_budget(pdb.metadata.namespace, pdb.metadata.name)
+        else:
+            self.cache.upsert_disruption_budget(pdb)
+        self.dirty = True
+
     def _hypernode(self, change: WatchEvent) -> None:
         """Watched as the kube backend does; placement by network topology comes later."""
 
@@ -128,6 +144,7 @@ class SimScheduler(Effects):
     def session(self, now: float) -> SessionResult:
         """Run one session and carry out its decisions (``changed`` says if any did)."""
         self.dirty = False
+        self.now = now
         reload = self.config.poll()
         if reload.error:
             self.config_errors.append(reload.error)
@@ -164,6 +181,31 @@ class SimScheduler(Effects):
         return True
 
     def evict(self, eviction: Eviction) -> bool:
+        """Through the Eviction API: a refusal leaves the pod running, with an Event, and its
+        preemptor is told why the room it waits for does not come."""
+        pod = self.store.get(Pod, eviction.uid)
+        if pod is None:
+            return False
+        refused = spend_budget(self.store, pod, EPOCH + self.now)
+        meta = pod.metadata
+        if refused:
+            self.store.record(
+                Note(
+                    "Pod",
+                    eviction.namespace,
+                    eviction.name,
+                    EVICTION_REFUSED,
+                    refused,
+                    SCHEDULER,
+                    {
+                        "node": pod.spec.node_name,
+                        "job": meta.annotations.get(GROUP_NAME_ANNOTATION) or meta.name,
+                        "preemptor": eviction.preemptor,
+                    },
+                )
+            )
+            self._preemptor_waits(eviction, refused)
+            return False
         gone = self.store.delete(
             Pod,
             eviction.uid,
@@ -172,6 +214,16 @@ class SimScheduler(Effects):
             preemptor=eviction.preemptor,
         )
         return gone is not None
+
+    def _preemptor_waits(self, eviction: Eviction, refused: str) -> None:
+        task = self.cache.tasks.get(eviction.preemptor)
+        if task is None or task.status is not TaskStatus.PENDING:
+            return
+        victim = f"{eviction.namespace}/{eviction.name}"
+        message = f"the eviction of {victim} to make room was refused: {refused}"
+        self.unschedulable(
+            TaskUnschedulable(task.uid, task.namespace, task.name, task.job, message)
+        )
 
     def nominate(self, nomination: Nomination) -> bool:
         pod = self.store.get(Pod, nomination.uid)

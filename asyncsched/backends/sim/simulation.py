@@ -2,8 +2,8 @@
 
 ``Simulation`` composes the parts as a cluster is composed: the object store
 (the API server) at the bottom; the scheduler, the Job, PodGroup, Queue,
-Deployment and ReplicaSet controllers, the kubelets and the garbage collector
-above it, each reading and writing only through the store; the recorder
+Deployment, ReplicaSet and disruption controllers, the kubelets and the garbage
+collector above it, each reading and writing only through the store; the recorder
 watching everything. Deterministic: the same manifests and configuration give
 the same events.
 
@@ -28,12 +28,14 @@ from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim.agenda import Agenda
+from asyncsched.backends.sim.disruption import DisruptionController
 from asyncsched.backends.sim.gc import GarbageCollector
 from asyncsched.backends.sim.inspect import list_objects
 from asyncsched.backends.sim.jobs import JobController
 from asyncsched.backends.sim.kubelet import Kubelets
 from asyncsched.backends.sim.objects import Deployment, Manifest
 from asyncsched.backends.sim.podgroups import PodGroupController
+from asyncsched.backends.sim.priority_admission import pod_priority_admission
 from asyncsched.backends.sim.queues import QueueController
 from asyncsched.backends.sim.recorder import APISERVER, USER, Recorder, SimEvent, shown_as
 from asyncsched.backends.sim.replicasets import DeploymentController, ReplicaSetController
@@ -105,6 +107,7 @@ class Simulation:
         self.agenda = Agenda()
         clock = self._clock
         self.store = ObjectStore(clock)
+        self.store.admit(Pod, pod_priority_admission(self.store))
         self.recorder = Recorder(self.store, clock, on_event, scheduler_names)
         self.scheduler = SimScheduler(self.store, config, scheduler_names)
         self.kubelets = Kubelets(self.store, self.agenda)
@@ -114,6 +117,7 @@ class Simulation:
             PodGroupController(self.store, scheduler_names),
             JobController(self.store, self.agenda, seeded_key_factory(KEY_SEED)),
             QueueController(self.store),
+            DisruptionController(self.store, clock),
             GarbageCollector(self.store),
             self.kubelets,
         ]
@@ -299,9 +303,11 @@ class Simulation:
                 "nothing can progress",
             )
         if waiting:
+            # A gang may have no pods yet: a Volcano Job whose PodGroup is never admitted.
+            pods = f"{_count(pending, 'pod')} in " if pending else ""
             return self._outcome(
                 "stuck",
-                f"stuck at t={self.now:g}s: {_count(pending, 'pod')} in "
+                f"stuck at t={self.now:g}s: {pods}"
                 f"{_count(len(waiting), 'gang or lone pod', 'gangs or lone pods')} can never be "
                 "scheduled with what is running now",
             )

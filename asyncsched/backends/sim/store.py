@@ -25,6 +25,7 @@ import msgspec
 from asyncsched.api import Command, Job, Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import ConfigMap
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
 from asyncsched.backends.sim.objects import (
     Deployment,
@@ -68,6 +69,7 @@ KINDS: tuple[type[Any], ...] = (
     ConfigMap,
     Secret,
     NetworkPolicy,
+    PodDisruptionBudget,
 )
 """Every kind the simulated API server keeps, by its Struct (named like the kind)."""
 CLUSTER_SCOPED: frozenset[type[Any]] = frozenset({Node, Queue, PriorityClass, HyperNode})

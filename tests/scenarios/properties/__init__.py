@@ -1,6 +1,8 @@
 """Property tests of the simulator over generated workloads.
 
-strategies.py and workloads.py generate the input; runner.py runs it; world.py, ledger.py,
-node_rules.py, invariants.py and checker.py judge every event; steering.py holds the
-switches around open bugs; conftest.py the Hypothesis profiles.
+strategies.py, workloads.py and pressure.py (work that must evict, over disruption
+budgets) generate the input, configs.py the configurations; runner.py runs it; world.py,
+ledger.py, node_rules.py, invariants.py, evictions.py, budgets.py and checker.py judge
+every event; steering.py holds the switches around open bugs; conftest.py the Hypothesis
+profiles.
 """

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tests.scenarios.properties import steering
+from tests.scenarios.properties.budgets import EvictionKeepsBudgets, NoEvictionRefused
 from tests.scenarios.properties.evictions import eviction_invariants
 from tests.scenarios.properties.invariants import (
     GangNeverPartial,
@@ -34,8 +35,8 @@ from tests.scenarios.properties.world import World
 __all__ = ["Checker", "default_invariants"]
 
 
-def default_invariants(*, conformance: bool = True) -> list[Invariant]:
-    """Every invariant; ``conformance``: the configuration has the conformance plugin."""
+def default_invariants(*, conformance: bool = True, pdb: bool = False) -> list[Invariant]:
+    """Every invariant; ``conformance``, ``pdb``: the configuration has that plugin."""
     return [
         RunEnds(jobs=steering.CHECK_PENDING_JOBS),
         NamesAndUidsUnique(uids=steering.CHECK_UIDS),
@@ -45,6 +46,8 @@ def default_invariants(*, conformance: bool = True) -> list[Invariant]:
         NoDoubleBinding(),
         PendingPodsHaveReasons(reasons_by_name if steering.REASONS_BY_NAME else None),
         *eviction_invariants(conformance=conformance),
+        EvictionKeepsBudgets(),
+        *([NoEvictionRefused()] if pdb else []),
     ]
 
 

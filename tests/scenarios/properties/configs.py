@@ -2,17 +2,17 @@
 preempt and/or reclaim, and tiers of the plugins whose victim rules they rely on.
 
 gang and predicates are always there (without them a gang may run partly and a pod land
-where a taint forbids, which other invariants forbid); priority, conformance, drf and
-nodeorder come and go; the queue shares are kept by proportion (sometimes in the first
-tier, as in Volcano's reclaim tests), by capacity (flat, or over the queue tree with
-``enableHierarchy``), or by neither.
+where a taint forbids, which other invariants forbid); priority, conformance, pdb (in the
+first tier, where victims are decided), drf and nodeorder come and go; the queue shares
+are kept by proportion (sometimes in the first tier, as in Volcano's reclaim tests), by
+capacity (flat, or over the queue tree with ``enableHierarchy``), or by neither.
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-__all__ = ["evicting_configs"]
+__all__ = ["evicting_configs", "with_pdb"]
 
 ACTIONS = (
     "enqueue, allocate, preempt, reclaim, backfill",
@@ -27,7 +27,7 @@ ACTIONS = (
 @st.composite
 def evicting_configs(draw: st.DrawFn) -> str:
     """A configuration's YAML text."""
-    first = ["gang"] + [p for p in ("priority", "conformance") if draw(st.booleans())]
+    first = ["gang"] + [p for p in ("priority", "conformance", "pdb") if draw(st.booleans())]
     second = ["predicates"] + [p for p in ("drf", "nodeorder") if draw(st.booleans())]
     share = draw(st.sampled_from(("", "proportion", "proportion", "capacity", "capacity-tree")))
     if share == "proportion" and draw(st.integers(0, 3)) == 0:
@@ -44,3 +44,13 @@ def evicting_configs(draw: st.DrawFn) -> str:
             else:
                 lines.append(f"  - name: {name}")
     return "\n".join(lines) + "\n"
+
+
+def with_pdb(config: str) -> str:
+    """The configuration with the pdb plugin at the end of its first tier (if absent)."""
+    if "- name: pdb" in config:
+        return config
+    lines = config.splitlines()
+    first = lines.index("- plugins:")
+    end = next((i for i in range(first + 1, len(lines)) if lines[i] == "- plugins:"), len(lines))
+    return "\n".join([*lines[:end], "  - name: pdb", *lines[end:]]) + "\n"

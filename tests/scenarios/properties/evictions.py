@@ -102,11 +102,14 @@ class VictimsAllowed(Invariant):
             self.fail(ledger, obj, f"evicted for {by}, which is not waiting")
         if preemptor.facts.never_preempts:
             self.fail(ledger, obj, f"evicted for {by}, whose preemptionPolicy is Never")
-        same = preemptor.facts.queue == facts.queue
+        # Read now: a pod submitted before its PodGroup took the group's queue only later.
+        theirs = ledger.world.pod(ns, name) or preemptor.facts
+        mine = ledger.world.pod(event["namespace"], event["name"]) or facts
+        same = theirs.queue == mine.queue
         if event.get("reason") == "preempt" and not same:
             self.fail(ledger, obj, f"preempted across queues for {by}")
         if event.get("reason") == "reclaim" and same:
-            self.fail(ledger, obj, f"reclaimed within queue {facts.queue} for {by}")
+            self.fail(ledger, obj, f"reclaimed within queue {mine.queue} for {by}")
 
 
 _RUN = ("evicted", "bound")

@@ -19,7 +19,9 @@ from asyncsched.backends.sim.manifests import check_references, parse_manifests
 from asyncsched.backends.sim.objects import Manifest
 from asyncsched.framework import Registry
 from asyncsched.model import kernels
+from tests.scenarios.properties import steering
 from tests.scenarios.properties.checker import Checker, default_invariants
+from tests.scenarios.properties.configs import with_pdb
 from tests.scenarios.properties.invariants import QueuesWithinCapability, Violation
 from tests.scenarios.properties.world import SimWorld
 
@@ -48,13 +50,16 @@ def simulate(
     """Simulate ``text`` until it ends or ``horizon``; with ``checked``, every event goes
     through a default ``Checker`` and a broken invariant raises ``Violation``.
 
-    ``config`` is a file in tests/scenarios/yaml, or a configuration's text (several lines).
+    ``config`` is a file in tests/scenarios/yaml, or a configuration's text (several lines);
+    such a text gets the pdb plugin when ``text`` has PodDisruptionBudgets (see steering).
 
     A run still going after ``wall_seconds`` of real time is stopped with a ``run ends``
     Violation: a simulator that spins at one instant never reaches the horizon."""
     manifests = parse_manifests(text, "generated.yaml")
     check_references(manifests)
     if config is not None and "\n" in config:
+        if steering.PDB_WITH_BUDGETS and "kind: PodDisruptionBudget" in text:
+            config = with_pdb(config)
         with tempfile.TemporaryDirectory() as folder:
             written = Path(folder) / "generated-config.yaml"
             written.write_text(config)
@@ -84,7 +89,10 @@ def _simulate(
     if checked:
         configuration = source.current.configuration
         plugins = configuration.plugin_names()
-        checker = Checker(SimWorld(sim), default_invariants(conformance="conformance" in plugins))
+        checker = Checker(
+            SimWorld(sim),
+            default_invariants(conformance="conformance" in plugins, pdb="pdb" in plugins),
+        )
         capacity = [p for tier in configuration.tiers for p in tier.plugins if p.name == "capacity"]
         if capacity:
             tree = bool(capacity[0].flags.get("enableHierarchy", False))

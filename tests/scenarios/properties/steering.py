@@ -18,6 +18,7 @@ __all__ = [
     "BEST_EFFORT_COUNTS_READY",
     "CHECK_PENDING_JOBS",
     "CHECK_UIDS",
+    "PDB_WITH_BUDGETS",
     "REASONS_BY_NAME",
     "STAMP_UIDS",
 ]
@@ -65,3 +66,16 @@ found-job-never-admitted.yaml."""
 
 CHECK_PENDING_JOBS = not UNADMITTED_JOB_BUG
 """The 'run ends' check that done/settled leaves no Volcano Job Pending."""
+
+REFUSED_EVICTION_GAP = not _UNSTEERED
+"""Found here (shown by tests/scenarios/test_pdb.py on pdb-reclaim.yaml and pdb-preempt.yaml):
+without the pdb plugin the scheduler chooses victims the Eviction API refuses (their
+PodDisruptionBudget allows no more), and the rest of its decision stands: a gang it
+evicted whole keeps some pods, the preemptor waits for room that never comes, and pods
+their controller makes again take the room that was freed and are evicted again, every
+session (the run never ends). Volcano does the same; the pdb plugin is the cure. Whether
+asyncsched should also cope without it is the lead's call."""
+
+PDB_WITH_BUDGETS = REFUSED_EVICTION_GAP
+"""Steer: a generated configuration that evicts gets the pdb plugin (in its first tier)
+when the input has PodDisruptionBudgets."""

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 __all__ = [
     "ANNOTATION",
+    "TIER",
+    "TIERS",
     "Cluster",
     "Names",
     "clusters",
@@ -31,6 +33,9 @@ PREEMPTABLE = "volcano.sh/preemptable"
 CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 """PriorityClasses every API server has (the simulator's too)."""
 ZONES = ("a", "b")
+TIER = "tier"
+TIERS = ("front", "back")
+"""Values of the pod label ``tier``, which generated PodDisruptionBudgets select on."""
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
 _CPU = ("0", "100m", "500m", "1", "2", "4")
@@ -290,6 +295,9 @@ def pod_templates(
         notes[PREEMPTABLE] = draw(st.sampled_from(("false", "true", "False", "0")))
     if say in ("label", "both"):
         labels[PREEMPTABLE] = draw(st.sampled_from(("false", "true")))
+    tier = draw(st.sampled_from(("", "", *TIERS)))
+    if tier:
+        labels[TIER] = tier  # what generated PodDisruptionBudgets select
     if duration and draw(st.integers(0, 4)):
         notes[ANNOTATION + "duration"] = draw(st.sampled_from(("0", "1", "5", "10", "20", "2.5")))
     if draw(st.integers(0, 4)) == 0:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.scenarios.properties.budgets import EvictionKeepsBudgets, NoEvictionRefused
 from tests.scenarios.properties.checker import Checker
 from tests.scenarios.properties.evictions import (
     EvictedOnce,
@@ -27,7 +28,7 @@ from tests.scenarios.properties.invariants import (
     Violation,
     reasons_by_name,
 )
-from tests.scenarios.properties.world import NodeFacts, PodFacts
+from tests.scenarios.properties.world import BudgetFacts, NodeFacts, PodFacts
 
 
 @dataclass
@@ -37,6 +38,8 @@ class FakeWorld:
     uids: dict[tuple[str, str, str], str] = field(default_factory=dict)
     min_members: dict[tuple[str, str], int] = field(default_factory=dict)
     guarantees: dict[str, dict[str, int]] = field(default_factory=dict)
+    budget_list: list[BudgetFacts] = field(default_factory=list)
+    replica_counts: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def uid(self, kind: str, namespace: str, name: str) -> str | None:
         return self.uids.get((kind, namespace, name))
@@ -55,6 +58,12 @@ class FakeWorld:
 
     def session(self) -> int:
         return 1
+
+    def budgets(self) -> list[BudgetFacts]:
+        return list(self.budget_list)
+
+    def replicas(self, namespace: str, kind: str, name: str, uid: str) -> int | None:
+        return self.replica_counts.get((kind, name))
 
 
 @dataclass
@@ -300,6 +309,7 @@ def test_later_capabilities_add_their_own_invariants() -> None:
         VictimsAllowed,
         EvictionKeepsGangs,
         EvictionKeepsGuarantees,
+        EvictionKeepsBudgets,
     ]
 
 
@@ -308,7 +318,6 @@ def test_queue_capability_invariant_holds_and_catches_a_queue_beyond_it() -> Non
     from asyncsched.backends.sim import Simulation
     from asyncsched.backends.sim.manifests import parse_manifests
     from asyncsched.framework import Registry
-    from tests.scenarios.properties.checker import Checker
     from tests.scenarios.properties.invariants import QueuesWithinCapability, Violation
     from tests.scenarios.properties.runner import CONFIGS, capacity_invariant
     from tests.scenarios.properties.world import SimWorld
@@ -403,3 +412,72 @@ def test_a_queue_left_below_its_guarantee() -> None:
         )
     w.pods[("default", "hi")] = facts(queue="q")
     run(w, [*events, _evicted(2, "a")], invariants=[EvictionKeepsGuarantees()])
+
+
+WEB = {"app": "web"}
+
+
+def _budgeted(budget: BudgetFacts, **victims: PodFacts) -> tuple[FakeWorld, list[dict[str, Any]]]:
+    w, events = _preempting(**victims)
+    w.budget_list.append(budget)
+    return w, events
+
+
+def test_an_eviction_the_budget_allows_passes_and_one_more_does_not() -> None:
+    budget = BudgetFacts("default", "web", {"matchLabels": WEB}, min_available=1)
+    w, events = _budgeted(budget, a=facts(labels=WEB), b=facts(labels=WEB), c=facts())
+    run(w, [*events, _evicted(2, "a"), _evicted(2, "c")], invariants=[EvictionKeepsBudgets()])
+    with pytest.raises(
+        Violation,
+        match=r"disruption budget: Pod default/b: evicted, leaving 0 healthy where its "
+        r"budget default/web wants 1",
+    ):
+        run(w, [*events, _evicted(2, "a"), _evicted(2, "b")], invariants=[EvictionKeepsBudgets()])
+
+
+def test_a_pod_not_yet_started_may_go_whatever_its_budget() -> None:
+    budget = BudgetFacts("default", "web", {}, min_available=5)
+    w, events = _budgeted(budget, a=facts(labels=WEB))
+    pending = [e for e in events if e["event"] != "started"]
+    run(w, [*pending, _evicted(2, "a")], invariants=[EvictionKeepsBudgets()])
+    with pytest.raises(Violation, match=r"leaving 0 healthy where its budget default/web wants 5"):
+        run(w, [*events, _evicted(2, "a")], invariants=[EvictionKeepsBudgets()])
+
+
+def test_percentages_count_the_controllers_replicas_and_a_job_allows_nothing() -> None:
+    rs = ("ReplicaSet", "web-1", "rs-uid")
+    budget = BudgetFacts("default", "web", {"matchLabels": WEB}, max_unavailable="30%")
+    w, events = _budgeted(
+        budget,
+        a=facts(labels=WEB, controller=rs),
+        b=facts(labels=WEB, controller=rs),
+        c=facts(labels=WEB, controller=rs),
+        d=facts(labels=WEB),
+    )
+    w.replica_counts[("ReplicaSet", "web-1")] = 4  # 30% of 4, rounded up: 2 may go
+    two = [*events, _evicted(2, "a"), _evicted(2, "b")]
+    run(w, two, invariants=[EvictionKeepsBudgets()])
+    with pytest.raises(Violation, match=r"leaving 1 healthy where its budget default/web wants 2"):
+        run(w, [*two, _evicted(2, "c")], invariants=[EvictionKeepsBudgets()])
+    w.pods[("default", "a")] = facts(labels=WEB, controller=("Job", "train", "job-uid"))
+    with pytest.raises(Violation, match=r"budget default/web allows no disruption"):
+        run(w, [*events, _evicted(2, "a")], invariants=[EvictionKeepsBudgets()])
+
+
+def test_a_pod_two_budgets_guard_is_never_evicted() -> None:
+    w, events = _budgeted(
+        BudgetFacts("default", "all", {}, max_unavailable=3),
+        a=facts(labels=WEB),
+        b=facts(labels=WEB),
+    )
+    w.budget_list.append(BudgetFacts("default", "web", {"matchLabels": WEB}, min_available=0))
+    with pytest.raises(Violation, match=r"evicted although two budgets guard it \(all and web\)"):
+        run(w, [*events, _evicted(2, "a")], invariants=[EvictionKeepsBudgets()])
+
+
+def test_with_the_pdb_plugin_no_victim_is_refused() -> None:
+    w, events = _preempting(a=facts())
+    refused = ev(2, "refused", "a", node="n0", preemptor="default/hi", reason="budget")
+    run(w, [*events, refused], invariants=[EvictionKeepsBudgets()])
+    with pytest.raises(Violation, match=r"pdb plugin: Pod default/a: chosen as a victim"):
+        run(w, [*events, refused], invariants=[NoEvictionRefused()])

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from asyncsched.model import kernels
 from tests.scenarios.properties.configs import evicting_configs
+from tests.scenarios.properties.pressure import pressure_inputs
 from tests.scenarios.properties.runner import kernels_used, simulate
 from tests.scenarios.properties.workloads import Input, inputs
 
@@ -47,6 +48,23 @@ def test_invariants_hold_at_every_instant(workload: Input, config: str | None) -
     event("pods evicted: " + ("5 or more" if evicted >= 5 else str(evicted)))
     bound = run.events.count(b'"event":"bound"')
     event("pods bound: " + ("10 or more" if bound >= 10 else str(bound)))
+
+
+@settings(max_examples=max(10, settings().max_examples // 2))
+@given(pressure_inputs(), evicting_configs())
+def test_invariants_hold_when_evictions_meet_disruption_budgets(
+    workload: Input, config: str
+) -> None:
+    """Full nodes, PodDisruptionBudgets over what fills them, and later work that preempt or
+    reclaim must make room for; the configuration gets the pdb plugin (steering)."""
+    text = workload.yaml()
+    note(text)
+    note(config)
+    run = simulate(text, horizon=workload.horizon, config=config)
+    evicted = run.events.count(b'"event":"evicted"')
+    event("pods evicted: " + ("5 or more" if evicted >= 5 else str(evicted)))
+    refused = run.events.count(b'"event":"refused"')
+    event("evictions refused: " + ("some" if refused else "none"))
 
 
 @settings(max_examples=max(10, settings().max_examples // 2))

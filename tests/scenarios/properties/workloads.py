@@ -1,5 +1,6 @@
 """Hypothesis strategies for what users submit: gangs, lone pods, Volcano Jobs with their
-Commands, and Deployments that scale; ``inputs()`` puts a cluster and workloads together.
+Commands, Deployments that scale, and PodDisruptionBudgets over them; ``inputs()`` puts
+a cluster and workloads together.
 
 ``Input.horizon`` bounds the virtual time a run may need: nothing waits for
 anything but other work to finish, so the run must be over once every submitted
@@ -17,17 +18,20 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
+from asyncsched.api import to_units
 from tests.scenarios.properties import steering
 from tests.scenarios.properties.strategies import (
     ANNOTATION,
     NAMESPACES,
+    TIER,
+    TIERS,
     Cluster,
     clusters,
     pod_templates,
     submit_times,
 )
 
-__all__ = ["Input", "inputs"]
+__all__ = ["GROUP_ANNOTATION", "SELECTORS", "Input", "budget_over", "inputs"]
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -86,6 +90,15 @@ def _pod(cluster: Cluster, name: str, ns: str, template: dict[str, Any]) -> dict
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
 
 
+def _podgroup(cluster: Cluster, name: str, ns: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": _meta(cluster, name, ns),
+        "spec": spec,
+    }
+
+
 @st.composite
 def _gang(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     """A PodGroup and its pods; minMember anywhere from 0 to one past the pod count."""
@@ -98,13 +111,7 @@ def _gang(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     if draw(st.booleans()) and cluster.priority_classes:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
     at = draw(submit_times())
-    group = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": _meta(cluster, name, ns),
-        "spec": spec,
-    }
-    out.add(group, at)
+    out.add(_podgroup(cluster, name, ns, spec), at)
     template = draw(pod_templates(cluster, whole_group=whole))
     for _ in range(size):
         if draw(st.integers(0, 3)) == 0:
@@ -224,6 +231,8 @@ def _deployment(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
             "scheduling.volcano.sh/group-min-member": str(draw(st.integers(1, 3)))
         }
     at = draw(submit_times())
+    if draw(st.integers(0, 2)) == 0:
+        budget_over(draw, out, ns, {"matchLabels": {"app": name}}, at)
     for _ in range(draw(st.integers(1, 3))):
         doc: dict[str, Any] = {
             "apiVersion": "apps/v1",
@@ -242,6 +251,48 @@ def _deployment(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         at += draw(st.sampled_from((1.0, 5.0, 20.0)))
 
 
+SELECTORS: tuple[dict[str, Any] | None, ...] = (
+    {"matchLabels": {TIER: TIERS[0]}},
+    {"matchLabels": {TIER: TIERS[1]}},
+    {"matchExpressions": [{"key": TIER, "operator": "Exists"}]},
+    {"matchExpressions": [{"key": TIER, "operator": "NotIn", "values": [TIERS[1]]}]},
+    {},
+    None,
+)
+"""What generated budgets select: a tier, any tier, not back (unlabelled pods too), every
+pod of the namespace (an empty selector), or nothing (no selector)."""
+
+
+@st.composite
+def _budget(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
+    """A PodDisruptionBudget over the pods of a namespace that carry a tier label."""
+    ns = draw(st.sampled_from(NAMESPACES))
+    budget_over(draw, out, ns, draw(st.sampled_from(SELECTORS)), draw(submit_times()))
+
+
+def budget_over(
+    draw: st.DrawFn, out: Input, ns: str, selector: dict[str, Any] | None, at: float
+) -> None:
+    """A budget in ``ns`` selecting with ``selector``: minAvailable or maxUnavailable, a count
+    or a percentage (the API server's rule: one of them, or neither)."""
+    names = [d["metadata"]["name"] for d in out.documents if d["kind"] == "PodDisruptionBudget"]
+    spec: dict[str, Any] = {}
+    field = draw(st.sampled_from(("minAvailable", "maxUnavailable") * 2 + ("",)))
+    if field == "minAvailable":
+        spec[field] = draw(st.sampled_from((0, 1, 2, 3, "0%", "30%", "50%", "100%")))
+    elif field:
+        spec[field] = draw(st.sampled_from((1, 2, 0, "30%", "50%", "100%")))
+    if selector is not None:
+        spec["selector"] = copy.deepcopy(selector)
+    doc = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": f"budget{len(names)}", "namespace": ns},
+        "spec": spec,
+    }
+    out.add(doc, at)
+
+
 @st.composite
 def _queue_command(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     queue = draw(st.sampled_from(cluster.queues[1:]))
@@ -255,7 +306,71 @@ def _queue_command(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     out.add(command, draw(submit_times()))
 
 
-_KINDS = {"gang": _gang, "lone": _lone_pod, "job": _job, "deployment": _deployment}
+@st.composite
+def _contention(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
+    """Work that holds the nodes, then work that wants them: a long-running elastic gang
+    at t=0 and, a few seconds later, a gang of another queue (for reclaim) or of higher
+    priority in the same queue (for preempt) asking for the same kind of pods. Without
+    it, generated workloads rarely contend enough for preempt or reclaim to evict."""
+    ns = draw(st.sampled_from(NAMESPACES[:2]))
+    values = {
+        doc["metadata"]["name"]: doc["value"]
+        for doc in cluster.documents
+        if doc["kind"] == "PriorityClass"
+    }
+    classes = sorted((c for c in cluster.priority_classes if c in values), key=values.__getitem__)
+    ranked = len(classes) > 1 and values[classes[0]] < values[classes[-1]]
+    low, high = (classes[0], classes[-1]) if ranked and draw(st.integers(0, 3)) else ("", "")
+    holder_queue = draw(st.sampled_from(cluster.leaf_queues))
+    others = [q for q in cluster.leaf_queues if q != holder_queue]
+    same_queue = not others or (high != "" and draw(st.booleans()))
+    claimant_queue = holder_queue if same_queue else draw(st.sampled_from(others))
+    nodes = [
+        {r: to_units(r, q) for r, q in doc["status"]["allocatable"].items()}
+        for doc in cluster.documents
+        if doc["kind"] == "Node" and not doc["spec"].get("unschedulable")
+    ]
+    nodes = [n for n in nodes if n["cpu"] >= 500 and n["memory"] >= 2**30 and n["pods"] >= 1]
+    if not nodes:
+        return  # no node could hold this work: nothing to contend for
+    share = max(n["cpu"] for n in nodes) // draw(st.integers(1, 3))  # millicores
+    slots = sum(min(n["pods"], n["cpu"] // share, n["memory"] // 2**29) for n in nodes)
+    container = {
+        "name": "c0",
+        "image": "busybox",
+        "resources": {"requests": {"cpu": f"{share}m", "memory": "512Mi"}},
+    }
+    holder = ("hold", holder_queue, low, min(slots, 8) + draw(st.integers(0, 1)), 0.0, "60")
+    at = draw(st.sampled_from((2.0, 5.0)))
+    claimant = ("want", claimant_queue, high, draw(st.integers(1, 3)), at, "10")
+    for role, queue, klass, size, at, length in (holder, claimant):
+        name = cluster.names.new(role)
+        spec: dict[str, Any] = {"minMember": draw(st.integers(0, min(size, 2))), "queue": queue}
+        template: dict[str, Any] = {
+            "metadata": {"annotations": {ANNOTATION + "duration": length}},
+            "spec": {"schedulerName": "volcano", "restartPolicy": "Never",
+                     "containers": [copy.deepcopy(container)],
+                     "tolerations": [{"operator": "Exists"}]},
+        }  # fmt: skip
+        if klass:
+            spec["priorityClassName"] = klass
+            template["spec"]["priorityClassName"] = klass
+        out.add(_podgroup(cluster, name, ns, spec), at)
+        for _ in range(size):
+            pod = _pod(cluster, f"{name}-{cluster.names.new('p')}", ns, template)
+            pod["metadata"].setdefault("annotations", {})[GROUP_ANNOTATION] = name
+            out.add(pod, at)
+            out.horizon += _pod_time(template) + _WORK_SLACK
+
+
+_KINDS = {
+    "gang": _gang,
+    "lone": _lone_pod,
+    "job": _job,
+    "deployment": _deployment,
+    "budget": _budget,
+    "contention": _contention,
+}
 
 
 @st.composite

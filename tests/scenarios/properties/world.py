@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
+
 from asyncsched.api import (
     GROUP_NAME_ANNOTATION,
     Job,
@@ -30,11 +32,13 @@ from asyncsched.api import (
     to_units,
 )
 from asyncsched.api.core import Container
+from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.backends.sim import Simulation
 from asyncsched.backends.sim.manifests import NEEDS_WHOLE_GROUP_ANNOTATION
+from asyncsched.backends.sim.objects import Deployment, ReplicaSet
 from asyncsched.backends.sim.recorder import queue_of
 
-__all__ = ["NodeFacts", "PodFacts", "SimWorld", "World", "container_requests"]
+__all__ = ["BudgetFacts", "NodeFacts", "PodFacts", "SimWorld", "World", "container_requests"]
 
 PODS = "pods"
 DEFAULT_MAX_PODS = 110
@@ -62,6 +66,9 @@ class PodFacts:
     """In kube-system, or of a system-critical PriorityClass (Kubernetes' critical pods)."""
     never_preempts: bool = False
     """Its preemptionPolicy is Never: its own, else its PriorityClass's (admission's rule)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    controller: tuple[str, str, str] | None = None
+    """(kind, name, uid) of the owner reference marked controller, if any."""
 
     @property
     def best_effort(self) -> bool:
@@ -69,6 +76,18 @@ class PodFacts:
         return all(
             v < (10 if r == "cpu" else 1) for r, v in self.start_requests.items() if r != PODS
         )
+
+
+@dataclass(frozen=True)
+class BudgetFacts:
+    """A PodDisruptionBudget's spec as written: which pods, how many must stay up."""
+
+    namespace: str
+    name: str
+    selector: Mapping[str, Any] | None
+    """``spec.selector`` as a document (None: absent)."""
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +117,16 @@ class World(Protocol):
 
     def session(self) -> int:
         """How many scheduling sessions have run so far."""
+        ...
+
+    def budgets(self) -> list[BudgetFacts]:
+        """Every live PodDisruptionBudget."""
+        ...
+
+    def replicas(self, namespace: str, kind: str, name: str, uid: str) -> int | None:
+        """The replicas the controller of a pod wants, counted as Kubernetes' disruption
+        controller counts them (a ReplicaSet of a Deployment: the Deployment's); None when
+        there is no such controller or it has no replica count."""
         ...
 
 
@@ -153,6 +182,7 @@ def pod_facts(
     )
     notes = pod.metadata.annotations
     policy = pod.spec.preemption_policy or class_policy
+    owner = next((r for r in pod.metadata.owner_references if r.controller), None)
     return PodFacts(
         requests=running,
         start_requests=start,
@@ -170,6 +200,8 @@ def pod_facts(
         critical=pod.metadata.namespace == SYSTEM_NAMESPACE
         or pod.spec.priority_class_name in CRITICAL_CLASSES,
         never_preempts=policy == "Never",
+        labels=dict(pod.metadata.labels),
+        controller=(owner.kind, owner.name, owner.uid) if owner is not None else None,
     )
 
 
@@ -232,3 +264,31 @@ class SimWorld:
 
     def session(self) -> int:
         return self.sim.sessions
+
+    def budgets(self) -> list[BudgetFacts]:
+        return [
+            BudgetFacts(
+                namespace=pdb.metadata.namespace,
+                name=pdb.metadata.name,
+                selector=(
+                    None if pdb.spec.selector is None else msgspec.to_builtins(pdb.spec.selector)
+                ),
+                min_available=pdb.spec.min_available,
+                max_unavailable=pdb.spec.max_unavailable,
+            )
+            for _, pdb in sorted(self.sim.store.list(PodDisruptionBudget).items())
+        ]
+
+    def replicas(self, namespace: str, kind: str, name: str, uid: str) -> int | None:
+        store = self.sim.store
+        if kind == "ReplicaSet":
+            rs = store.get(ReplicaSet, f"{namespace}/{name}")
+            if rs is None or rs.metadata.uid != uid:
+                return None
+            owner = next((r for r in rs.metadata.owner_references if r.controller), None)
+            if owner is not None and owner.kind == "Deployment":
+                deploy = store.get(Deployment, f"{namespace}/{owner.name}")
+                if deploy is not None and deploy.metadata.uid == owner.uid:
+                    return deploy.spec.replicas
+            return rs.spec.replicas
+        return None

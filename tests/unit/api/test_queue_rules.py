@@ -97,3 +97,29 @@ def test_the_cache_keeps_the_last_good_version_of_a_queue_it_is_given_a_bad_one_
         cache.upsert_queue(queue("team", deserved={"cpu": "4"}, capability={"cpu": "2"}))
     assert cache.queues["team"].spec.capability == {}
     assert cache.snapshot().queues["team"].deserved is not None
+
+
+@pytest.mark.parametrize(
+    ("resource", "amount", "whole"),
+    [
+        ("nvidia.com/gpu", "0.5", True),
+        ("example.com/fpga", "1500m", True),
+        ("pods", "2.5", True),
+        ("cpu", "0.5", False),
+        ("memory", "1.5Gi", False),
+        ("hugepages-2Mi", "1.5", False),
+        ("kubernetes.io/batch-cpu", "0.5", False),
+    ],
+)
+def test_resources_counted_in_units_take_whole_numbers(
+    resource: str, amount: str, whole: bool
+) -> None:
+    found = queue_problems(queue("q", deserved={resource: amount}))
+    assert found == ([f"spec.deserved.{resource} {amount} must be a whole number"] if whole else [])
+
+
+def test_no_quantity_may_be_negative() -> None:
+    found = queue_problems(queue("q", capability={"memory": "-1Gi"}, guarantee={"cpu": "-1"},
+                                 deserved={"cpu": "-1"}))  # fmt: skip
+    assert "spec.capability.memory -1Gi must not be negative" in found
+    assert "spec.guarantee.resource.cpu -1 must not be negative" in found

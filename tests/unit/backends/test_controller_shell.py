@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from asyncsched.api.batch import Job
-from asyncsched.backends.kube.controllers.webhook import json_patch, review
+from asyncsched.backends.kube.controllers.job_review import json_patch, review
 from asyncsched.backends.kube.controllers.workqueue import WorkQueue
 
 

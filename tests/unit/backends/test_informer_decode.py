@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from asyncsched.backends.kube.informer import Informer
-from asyncsched.backends.kube.scheduler import PODGROUPS, PODS
+from asyncsched.backends.kube.scheduler import DISRUPTION_BUDGETS, PODGROUPS, PODS
 from asyncsched.cache import ClusterCache
 from tests.builders import pod
 
@@ -54,3 +54,30 @@ def test_wrong_type_in_a_podgroup_is_skipped_with_the_field_named() -> None:
     assert len(bad) == 1 and bad[0][:3] == ("PodGroup", "ml", "pg")
     assert "$.spec.minMember" in bad[0][3]
     assert not cache.jobs
+
+
+def test_a_disruption_budget_as_the_api_server_serves_it_reaches_the_snapshot() -> None:
+    """policy/v1 JSON with the disruption controller's status and the Eviction API's
+    disruptedPods (RFC 3339 times), as a watch delivers it."""
+    cache = ClusterCache()
+    bad: list[tuple[str, ...]] = []
+    informer = _informer(DISRUPTION_BUDGETS, cache.upsert_disruption_budget, bad)
+    informer._apply(
+        msgspec.Raw(
+            b'{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",'
+            b' "metadata": {"name": "web", "namespace": "shop", "generation": 1,'
+            b' "resourceVersion": "42"},'
+            b' "spec": {"maxUnavailable": "25%", "selector": {"matchExpressions":'
+            b' [{"key": "app", "operator": "In", "values": ["web"]}]}},'
+            b' "status": {"observedGeneration": 1, "disruptionsAllowed": 1,'
+            b' "currentHealthy": 4, "desiredHealthy": 3, "expectedPods": 4,'
+            b' "disruptedPods": {"web-7": "2026-01-01T00:00:05Z"},'
+            b' "conditions": [{"type": "DisruptionAllowed", "status": "True",'
+            b' "reason": "SufficientPods", "message": "", "observedGeneration": 1,'
+            b' "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}'
+        )
+    )
+    assert bad == []
+    (budget,) = cache.snapshot().disruption_budgets
+    assert (budget.key, budget.allowed, budget.disrupted) == ("shop/web", 1, frozenset({"web-7"}))
+    assert budget.guards("shop", {"app": "web"}) and not budget.guards("shop", {"app": "db"})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from asyncsched.model import TaskStatus
-from tests.builders import cache_of, node, pod, podgroup, priority_class
+from tests.builders import cache_of, disruption_budget, node, pod, podgroup, priority_class
 
 
 def test_pods_join_their_podgroup_and_lone_pods_are_jobs_of_one() -> None:
@@ -71,3 +71,28 @@ def test_deleting_a_node_frees_its_row() -> None:
     cache.delete_node("n1")
     snap = cache.snapshot()
     assert list(snap.nodes) == ["n2"] and snap.nodes["n2"].row == 0
+
+
+def test_disruption_budgets_reach_snapshots_in_order_and_follow_their_status() -> None:
+    cache = cache_of(
+        node("n1"),
+        disruption_budget("web", namespace="shop", match={"app": "web"}, allowed=1),
+        disruption_budget("db", namespace="shop", match={"app": "db"}, allowed=0),
+    )
+    first = cache.snapshot()
+    assert [b.key for b in first.disruption_budgets] == ["shop/db", "shop/web"]
+    assert first.disruption_budgets[1].allowed == 1
+    again = cache.snapshot()
+    assert again.disruption_budgets is first.disruption_budgets, "unchanged: shared, immutable"
+
+    cache.upsert_disruption_budget(
+        disruption_budget(
+            "web", namespace="shop", match={"app": "web"}, allowed=0, disrupted=["web-1"]
+        )
+    )
+    changed = cache.snapshot().disruption_budgets
+    assert changed[1].allowed == 0 and changed[1].disrupted == frozenset({"web-1"})
+    assert first.disruption_budgets[1].allowed == 1, "an earlier snapshot keeps what it saw"
+
+    cache.delete_disruption_budget("shop", "db")
+    assert [b.key for b in cache.snapshot().disruption_budgets] == ["shop/web"]

@@ -86,4 +86,4 @@ def test_preempt_and_reclaim_load_and_say_in_one_line_when_they_can_never_evict(
     preempt, reclaim = bare.warnings
     assert preempt.startswith("conf.yaml: action 'preempt' will evict nothing: it needs a plugin")
     assert "which jobs starve (gang or priority)" in preempt
-    assert "enableReclaimable (gang, conformance, proportion, capacity)" in reclaim
+    assert "enableReclaimable (gang, conformance, proportion, capacity, pdb)" in reclaim

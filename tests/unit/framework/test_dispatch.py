@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from asyncsched.framework import dispatch
@@ -47,9 +48,37 @@ def test_victims_intersect_within_a_tier() -> None:
     assert [v.uid for v in dispatch.intersect_victims(tiers, _call, None, [])] == ["c"]
 
 
+def test_narrow_filters_in_turn_across_every_tier() -> None:
+    class V:
+        def __init__(self, uid: str) -> None:
+            self.uid = uid
+
+    a, b, c, d = V("a"), V("b"), V("c"), V("d")
+    offered: list[list[str]] = []
+
+    def keep(*uids: str) -> Any:
+        def fn(p: Any, vs: list[V]) -> list[V]:
+            offered.append([v.uid for v in vs])
+            return [v for v in reversed(vs) if v.uid in uids]
+
+        return fn
+
+    # unlike intersect_victims, a later tier narrows too; the offered order is kept
+    tiers = _tiers([keep("a", "b", "c"), lambda p, vs: None], [keep("c", "b", "d")])
+    assert [v.uid for v in dispatch.narrow(tiers, _call, None, [d, c, b, a])] == ["c", "b"]
+    assert offered == [["d", "c", "b", "a"], ["c", "b", "a"]]  # each sees what is left
+    # nobody answering keeps everything; once nothing is left nobody is asked
+    assert [v.uid for v in dispatch.narrow([], _call, None, [a, b])] == ["a", "b"]
+    offered.clear()
+    assert dispatch.narrow(_tiers([keep()], [keep("a")]), _call, None, [a]) == []
+    assert offered == [["a"]]
+
+
 def test_failed_plugins_have_no_opinion() -> None:
     def call(plugin: str, fn: Any, args: tuple[Any, ...]) -> Any:
         return dispatch.FAILED if plugin == "p00" else fn(*args)
 
     assert dispatch.all_true(_tiers([lambda: False, lambda: True]), call) is True
     assert dispatch.sum_scores(_tiers([lambda: 50.0, lambda: 2.0]), call) == 2.0
+    x = SimpleNamespace(uid="x")
+    assert dispatch.narrow(_tiers([lambda vs: [], lambda vs: vs]), call, [x]) == [x]

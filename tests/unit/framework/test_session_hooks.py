@@ -63,6 +63,13 @@ SAMPLES = [
         lambda s: True,
     ),
     Sample(
+        h.VICTIM_QUEUE_ORDER,
+        "victim_queue_order",
+        lambda s: (_queue(s), _queue(s), _queue(s)),
+        lambda s: -1,
+        lambda s: True,
+    ),
+    Sample(
         h.PREDICATE,
         "predicate",
         lambda s: (_task(s), s.nodes["n1"]),
@@ -107,6 +114,13 @@ SAMPLES = [
         lambda s: False,
     ),
     Sample(
+        h.PREEMPTIVE,
+        "preemptive",
+        lambda s: (_queue(s), [_task(s)]),
+        lambda s: False,
+        lambda s: False,
+    ),
+    Sample(
         h.PREEMPTABLE,
         "preemptable",
         lambda s: (_task(s), [_task(s, "b")]),
@@ -116,6 +130,13 @@ SAMPLES = [
     Sample(
         h.RECLAIMABLE,
         "reclaimable",
+        lambda s: (_task(s), [_task(s, "b")]),
+        lambda s: [],
+        lambda s: [],
+    ),
+    Sample(
+        h.SHARE_RECLAIMABLE,
+        "share_reclaimable",
         lambda s: (_task(s), [_task(s, "b")]),
         lambda s: [],
         lambda s: [],

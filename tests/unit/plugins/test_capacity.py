@@ -176,11 +176,14 @@ def running_of(ssn: Session, job: str) -> list[TaskInfo]:
 
 
 def test_a_queue_over_its_deserved_gives_back_only_what_it_is_over_by() -> None:
-    ssn, plugin = open_session(reclaim_cluster("2"))
+    ssn, _ = open_session(reclaim_cluster("2"))
     wants = first_pending(ssn, "wants")
-    assert plugin.preemptive(ssn.queues["owner"], [wants])
+    assert ssn.preemptive(ssn.queues["owner"], [wants])
     victims = ssn.reclaimable(wants, running_of(ssn, "lent"))
     assert len(victims) == 2  # 4 held, 2 deserved: never below deserved
+    # the same rule narrows victims that another tier chose (share_reclaimable)
+    narrowed = ssn.share_reclaimable(wants, running_of(ssn, "lent"))
+    assert {t.uid for t in narrowed} == {t.uid for t in victims}
 
 
 def test_a_queue_within_its_deserved_or_its_guarantee_gives_nothing() -> None:
@@ -198,8 +201,55 @@ def test_a_queue_at_its_deserved_may_not_reclaim() -> None:
         *work("has", "owner", running=1),
         *work("wants", "owner", pending=1),
     )
-    ssn, plugin = open_session(snap)
-    assert not plugin.preemptive(ssn.queues["owner"], [first_pending(ssn, "wants")])
+    ssn, _ = open_session(snap)
+    owner, wants = ssn.queues["owner"], first_pending(ssn, "wants")
+    assert not ssn.preemptive(owner, [wants])
+    # Volcano's C5: within the deserved amount on one resource the tasks ask for is enough.
+    more_memory = snapshot(
+        node("n1", cpu="4", memory="64Gi"),
+        queue("owner", deserved={"cpu": "1", "memory": "4Gi"}),
+        *work("has", "owner", running=1),
+        *work("wants", "owner", pending=1),
+    )
+    ssn, _ = open_session(more_memory)
+    assert ssn.preemptive(ssn.queues["owner"], [first_pending(ssn, "wants")])
+
+
+def test_a_queue_may_not_reclaim_beyond_its_capability_nor_when_it_deserves_nothing() -> None:
+    snap = snapshot(
+        node("n1", cpu="16", memory="64Gi"),
+        # 3 cpu and 3Gi with what it wants: within its deserved memory, beyond its cpu
+        queue("capped", deserved={"cpu": "2", "memory": "8Gi"}, capability={"cpu": "2"}),
+        queue("best-effort"),
+        *work("has", "capped", running=2),
+        *work("wants", "capped", pending=1),
+        *work("hopes", "best-effort", pending=1),
+    )
+    ssn, _ = open_session(snap)
+    assert not ssn.preemptive(ssn.queues["capped"], [first_pending(ssn, "wants")])
+    assert not ssn.preemptive(ssn.queues["best-effort"], [first_pending(ssn, "hopes")])
+
+
+def test_in_a_tree_a_sibling_queue_gives_back_before_a_distant_one() -> None:
+    snap = snapshot(
+        node("n1", cpu="16", memory="64Gi"),
+        queue("group"),
+        queue("mine", parent="group"),
+        queue("sibling", parent="group"),
+        queue("unrelated"),
+        *work("a", "sibling", running=1),
+        *work("b", "unrelated", running=1),
+        *work("c", "mine", pending=1),
+    )
+    ssn, _ = open_session(snap, hierarchy=True)
+    mine, sibling, unrelated = (ssn.queues[n] for n in ("mine", "sibling", "unrelated"))
+    assert ssn.victim_queue_order(sibling, unrelated, mine)
+    assert not ssn.victim_queue_order(unrelated, sibling, mine)
+    # Flat, capacity has no opinion and the queue served last gives first: of two queues
+    # with equal shares, unrelated (by name).
+    ssn, _ = open_session(snap)
+    mine, sibling, unrelated = (ssn.queues[n] for n in ("mine", "sibling", "unrelated"))
+    assert ssn.victim_queue_order(unrelated, sibling, mine)
 
 
 def test_each_queues_deserved_is_reported() -> None:

@@ -173,6 +173,17 @@ def test_allocatable_only_within_deserved_and_only_for_open_queues() -> None:
     assert not ssn.allocatable(heavy, h_job.pending_tasks()[0])
 
 
+def test_a_queue_may_reclaim_for_tasks_that_together_stay_within_its_deserved() -> None:
+    snap = busy_cluster()
+    ssn, _ = open_session(snap)
+    light, pending = snap.queues["light"], ssn.jobs["default/l"].pending_tasks()
+    # light deserves 4 cpu and holds none: 4 tasks of 1 cpu together fit, 5 do not
+    assert ssn.preemptive(light, pending[:4])
+    assert not ssn.preemptive(light, pending[:5])
+    light.state = QueueState.CLOSED
+    assert not ssn.preemptive(light, pending[:1])
+
+
 def test_queue_with_lower_share_is_served_first_unless_priority_says_otherwise() -> None:
     snap = snapshot(
         node("n1", cpu="16", memory="64Gi"),
@@ -241,3 +252,5 @@ def test_reclaim_takes_only_what_a_queue_holds_beyond_its_deserved_share() -> No
     reclaimer = ssn.jobs["default/h"].pending_tasks()[0]
     running = sorted(ssn.jobs["default/l"].tasks_in(TaskStatus.RUNNING), key=lambda t: t.name)
     assert len(ssn.reclaimable(reclaimer, running)) == 4
+    # the same rule narrows victims another tier chose (share_reclaimable)
+    assert ssn.share_reclaimable(reclaimer, running) == ssn.reclaimable(reclaimer, running)

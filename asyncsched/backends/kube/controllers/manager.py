@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import msgspec
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
@@ -22,8 +21,9 @@ from asyncsched.api import PodGroup, Queue
 from asyncsched.api.batch import Job
 from asyncsched.api.bus import Command
 from asyncsched.api.core import Pod, PriorityClass
-from asyncsched.backends.kube.client import KubeClient, KubeError
-from asyncsched.backends.kube.controllers.apply import PODGROUP_API, Applier
+from asyncsched.backends.kube.client import KubeClient
+from asyncsched.backends.kube.controllers.admission_view import AdmissionView
+from asyncsched.backends.kube.controllers.apply import Applier
 from asyncsched.backends.kube.controllers.groups import PlainPodGroupController, ReplicaSet
 from asyncsched.backends.kube.controllers.jobs import JobController
 from asyncsched.backends.kube.controllers.queues import QueueController
@@ -93,8 +93,9 @@ class ControllerMetrics:
             registry=r,
         )
         self.admissions = Counter(
-            "asyncsched_webhook_admissions", "Admission verdicts", ["verdict"], registry=r
-        )
+            "asyncsched_webhook_admissions", "Admission verdicts", ["resource", "verdict"],
+            registry=r,
+        )  # fmt: skip
         self.leader = Gauge(
             "asyncsched_controller_leader", "1 while this replica holds the lease", registry=r
         )
@@ -142,6 +143,7 @@ class ControllerManager:
             client, self.pods, self.replica_sets, frozenset(options.scheduler_names)
         )
         self.queue_controller = QueueController(client, self.queues, self.podgroups, self.commands)
+        self.admission = AdmissionView(client, self.queues, self.pods, self.podgroups)
         self.informers: list[Informer[Any]] = [
             self._informer(JOBS, self._job_upsert, self._job_delete),
             self._informer(PODS, self._pod_upsert, self._pod_delete),
@@ -239,22 +241,6 @@ class ControllerManager:
     def synced(self) -> bool:
         return all(i.synced.is_set() for i in self.informers)
 
-    async def queue_states(self, wanted: str) -> tuple[dict[str, str], dict[str, int]]:
-        """Queue states and child counts for the webhook; ``wanted`` is read through the
-        API when the informer has not seen it (a queue created a moment ago)."""
-        states = {q.metadata.name: q.status.state for q in self.queues}
-        children: dict[str, int] = {}
-        for q in self.queues:
-            if q.spec.parent:
-                children[q.spec.parent] = children.get(q.spec.parent, 0) + 1
-        if wanted not in states:
-            try:
-                raw = await self.client.get(f"{PODGROUP_API}/queues/{wanted}")
-                states[wanted] = msgspec.json.decode(raw, type=Queue).status.state
-            except (KubeError, msgspec.DecodeError, msgspec.ValidationError):
-                pass
-        return states, children
-
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set; then hand the Lease back and finish in-flight writes."""
         tasks = [asyncio.create_task(i.run()) for i in self.informers]
@@ -263,7 +249,8 @@ class ControllerManager:
         if opts.webhook_port:
             runners.append(await serve_webhook(
                 opts.webhook_host, opts.webhook_port, opts.tls_cert, opts.tls_key,
-                self.queue_states, lambda v: self.metrics.admissions.labels(v).inc(),
+                self.admission.job_queues, self.admission,
+                lambda resource, v: self.metrics.admissions.labels(resource, v).inc(),
             ))  # fmt: skip
         if opts.metrics_port:
             runners.append(

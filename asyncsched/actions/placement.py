@@ -156,11 +156,16 @@ def find_node(
     if not per_node:
         # Fast path: every node's score is known without the candidate list, so one
         # pass over the masks finds the best node; no index arrays are built.
-        total = ssn.all_node_scores(task)
         known = cache.failed.get((id(fit), id(block), pipeline)) if cache.failed else None
         if known is not None and known.matches(table, fit, block):
+            if not ssn.shortcuts:
+                ssn.all_node_scores(task)  # scores nothing is chosen by (as before shortcuts)
             ssn.fit_failures.record(task.uid, known.errors)  # the class found none; nothing moved
             return None
+        if ssn.shortcuts and not (fits.any() if unblocked is None else (fits & unblocked).any()):
+            total = None  # no node is open: nothing to score, the failure is worked out below
+        else:
+            total = ssn.all_node_scores(task)
         if total is not None:
             best_now, n_now, best_any, n_open = cache.best(table, n, fit, block, pipeline, total)
             chosen, count = (best_now, n_now) if n_now else (best_any, n_open)

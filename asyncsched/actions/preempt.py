@@ -51,7 +51,7 @@ class PreemptAction:
 
     def execute(self, ssn: Session) -> None:
         maker = RoomMaker(ssn, ssn.preemptable, REASON, check_allocatable=True, served_first=True)
-        walk = Walk(ssn)
+        walk = Walk(ssn, frozen=False)
         tasks: dict[str, list[TaskInfo]] = {}
         for candidate in ssn.active_jobs.values():
             pending = candidate.pending_tasks()

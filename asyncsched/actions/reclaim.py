@@ -69,7 +69,7 @@ class ReclaimAction:
             return ssn.share_reclaimable(reclaimer, ssn.reclaimable(reclaimer, reclaimees))
 
         maker = RoomMaker(ssn, victims, REASON, check_allocatable=True)
-        walk = Walk(ssn)
+        walk = Walk(ssn, frozen=False)
         tasks: dict[str, deque[TaskInfo]] = {}
         for candidate in ssn.active_jobs.values():
             pending = candidate.pending_tasks()

@@ -14,7 +14,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from asyncsched.framework import Session
 from asyncsched.framework.session import HeapEntry
@@ -27,14 +28,23 @@ log = logging.getLogger(__name__)
 
 class Walk:
     """Queues in queue order, each queue's jobs in job order; an entry taken out may be
-    put back (it is then ordered by its standing at that moment)."""
+    put back (it is then ordered by its standing at that moment).
 
-    def __init__(self, ssn: Session) -> None:
+    With ``frozen`` (allocate, enqueue, backfill) a job's place is its standing when it
+    entered the walk, which is exact because only the job taken out changes; preempt and
+    reclaim evict from jobs still in the walk, and compare standings as they are now
+    (``asyncsched.framework.orderkeys``).
+    """
+
+    def __init__(self, ssn: Session, *, frozen: bool = True) -> None:
         self._queue_key = ssn.queue_key()
-        self._job_key = ssn.job_key()
+        keyed = ssn.frozen_job_key() if frozen else None
+        self._job_key: Callable[[JobInfo], Any] = keyed or ssn.job_key(frozen=False)
+        self._tuples = keyed is not None
+        """Job entries are (key, counter, job) tuples, compared without calling back."""
         self._counter = itertools.count()
         self._queues: list[HeapEntry] = []
-        self.jobs: dict[str, list[HeapEntry]] = {}
+        self.jobs: dict[str, list[Any]] = {}
         """Per queue name, its jobs still to visit (a heap)."""
 
     def __bool__(self) -> bool:
@@ -55,7 +65,12 @@ class Walk:
         heapq.heappush(self._queues, HeapEntry(self._queue_key(queue), next(self._counter), queue))
 
     def push_job(self, job: JobInfo) -> None:
-        entry = HeapEntry(self._job_key(job), next(self._counter), job)
+        entry: Any
+        key = self._job_key(job)
+        if self._tuples:
+            entry = (key, next(self._counter), job)
+        else:
+            entry = HeapEntry(key, next(self._counter), job)
         heapq.heappush(self.jobs[job.queue], entry)
 
     def pop_queue(self) -> QueueInfo:
@@ -68,7 +83,8 @@ class Walk:
         jobs = self.jobs.get(queue.name)
         if not jobs:
             return None
-        job: JobInfo = heapq.heappop(jobs).item
+        entry = heapq.heappop(jobs)
+        job: JobInfo = entry[2] if self._tuples else entry.item
         return job
 
     def has_jobs(self, queue: QueueInfo) -> bool:
@@ -96,4 +112,6 @@ def admitted_queue(ssn: Session, job: JobInfo) -> QueueInfo | None:
 
 def ordered_tasks(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
     """Tasks of one job in task order."""
+    if len(tasks) < 2:
+        return list(tasks)  # nothing to order (most jobs are one pod)
     return sorted(tasks, key=ssn.task_key())

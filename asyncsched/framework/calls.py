@@ -18,6 +18,11 @@ path) with the mode's call, so every callback call passes through here.
 
 Both slow a session down (no fast paths; the checks and the log lines cost
 more than most callbacks): they are for finding out what plugins do.
+
+``ASYNCSCHED_SHORTCUTS=0`` is not a mode of calls but turns off the shortcuts that
+skip calls and keep every decision (keyed orders, :mod:`asyncsched.framework.orderkeys`;
+a task that fits no node is not scored, :mod:`asyncsched.actions.placement`), to
+compare a run with them against one without.
 """
 
 from __future__ import annotations
@@ -33,10 +38,19 @@ import numpy as np
 from asyncsched.framework import dispatch
 from asyncsched.framework.hooks import Hook
 
-__all__ = ["CHECK_ENV", "TRACE_ENV", "HookContractError", "Modes", "caller", "identify"]
+__all__ = [
+    "CHECK_ENV",
+    "SHORTCUTS_ENV",
+    "TRACE_ENV",
+    "HookContractError",
+    "Modes",
+    "caller",
+    "identify",
+]
 
 CHECK_ENV = "ASYNCSCHED_CHECK_HOOKS"
 TRACE_ENV = "ASYNCSCHED_TRACE_HOOKS"
+SHORTCUTS_ENV = "ASYNCSCHED_SHORTCUTS"
 
 trace_log = logging.getLogger("asyncsched.hooks")
 
@@ -51,15 +65,22 @@ class Modes:
 
     check: bool = False
     trace: bool = False
+    shortcuts: bool = True
 
     @property
     def plain(self) -> bool:
         """No mode on: the session may use the rules' fast paths."""
         return not (self.check or self.trace)
 
+    @property
+    def shortcut(self) -> bool:
+        """The session may skip calls whose answers it knows (keyed orders, ...)."""
+        return self.shortcuts and self.plain
+
     @classmethod
     def from_environment(cls) -> Modes:
-        return cls(check=_on(CHECK_ENV), trace=_on(TRACE_ENV))
+        shortcuts = os.environ.get(SHORTCUTS_ENV, "") != "0"
+        return cls(check=_on(CHECK_ENV), trace=_on(TRACE_ENV), shortcuts=shortcuts)
 
 
 def _on(variable: str) -> bool:

@@ -98,6 +98,7 @@ def run_session(
     A snapshot built for checking carries a ``reference`` built from scratch
     (ASYNCSCHED_CHECK_SNAPSHOTS=1): the same session runs on it too, and any
     difference in what the two decide or report raises SnapshotReuseError.
+    The session comes back closed (``Session.close``): read it, ask it nothing.
     """
     with gc_paused():
         result, ssn = _run_session(snapshot, loaded, uid)
@@ -139,6 +140,7 @@ def _run_session(
         except Exception as exc:
             ssn.plugin_failed(name, "on_session_close", exc)
     _report_jobs(ssn)
+    ssn.close()
     return ssn.result, ssn
 
 
@@ -181,9 +183,9 @@ def _report_jobs(ssn: Session) -> None:
                 )
         unchanged = True
         if job.podgroup is not None:
-            update = _podgroup_status(job, condition)
-            unchanged = _same_status(update, job.podgroup.status)
-            if not unchanged:
+            update = _podgroup_update(job, job.podgroup.status, condition)
+            unchanged = update is None
+            if update is not None:
                 ssn.result.podgroups.append(update)
         job.settled_under = ssn.configuration if unchanged and _settled(job) else None
 
@@ -201,16 +203,6 @@ def _settled(job: JobInfo) -> bool:
     )
 
 
-def _same_status(update: PodGroupUpdate, status: PodGroupStatus) -> bool:
-    return (
-        update.phase == status.phase
-        and update.running == status.running
-        and update.succeeded == status.succeeded
-        and update.failed == status.failed
-        and list(update.conditions) == status.conditions
-    )
-
-
 def _held_by_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
     """Why a pending task that no node was tried for waits, when its gang has nothing to say
     (the gang is complete, or needs no members): its queue took nothing more this session."""
@@ -220,7 +212,11 @@ def _held_by_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
     return queue_refusal(ssn, queue, task)
 
 
-def _podgroup_status(job: JobInfo, condition: Condition | None) -> PodGroupUpdate:
+def _podgroup_update(
+    job: JobInfo, status: PodGroupStatus, condition: Condition | None
+) -> PodGroupUpdate | None:
+    """The status the job's PodGroup should have, or None when it has it already (the
+    usual case, so nothing is built for it)."""
     running = job.count((TaskStatus.RUNNING,))
     unschedulable = condition is not None and condition.type == UNSCHEDULABLE
     if running and unschedulable:
@@ -231,7 +227,17 @@ def _podgroup_status(job: JobInfo, condition: Condition | None) -> PodGroupUpdat
         phase = PodGroupPhase.PENDING
     else:
         phase = job.phase
-    conditions = _merge_condition(job.podgroup.status.conditions if job.podgroup else [], condition)
+    succeeded = job.count((TaskStatus.SUCCEEDED,))
+    failed = job.count((TaskStatus.FAILED,))
+    conditions = _merge_condition(status.conditions, condition)
+    if (
+        phase == status.phase
+        and running == status.running
+        and succeeded == status.succeeded
+        and failed == status.failed
+        and list(conditions) == status.conditions
+    ):
+        return None
     return PodGroupUpdate(
         job=job.uid,
         namespace=job.namespace,
@@ -239,8 +245,8 @@ def _podgroup_status(job: JobInfo, condition: Condition | None) -> PodGroupUpdat
         phase=phase,
         conditions=conditions,
         running=running,
-        succeeded=job.count((TaskStatus.SUCCEEDED,)),
-        failed=job.count((TaskStatus.FAILED,)),
+        succeeded=succeeded,
+        failed=failed,
     )
 
 

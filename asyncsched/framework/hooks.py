@@ -11,8 +11,10 @@ A hook's contract says everything a plugin author and the framework rely on:
   ``predicate``, ``fire_allocate``...) are that call (the orders add a
   fallback for when no plugin decides; ``node_scores`` adds the batch and the
   per-node scores). The hottest rules run as fast paths registered against
-  them (``dispatch.FAST_PATHS``), and ``Session.all_node_scores`` reads
-  RowScorers' rows; tests/unit/framework/test_fast_paths.py checks that each
+  them (``dispatch.FAST_PATHS``), ``Session.all_node_scores`` reads
+  RowScorers' rows, and orders whose every callback is a ``KeyOrder`` are
+  read as one key tuple per item (:mod:`asyncsched.framework.orderkeys`);
+  tests/unit/framework/test_fast_paths.py and test_orderkeys.py check that each
   answers as its rule.
 - ``answers``: what a callback may return (:mod:`asyncsched.framework.answers`).
   With ``ASYNCSCHED_CHECK_HOOKS=1`` every answer is checked; one outside the

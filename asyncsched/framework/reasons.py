@@ -7,6 +7,7 @@ the end of the cycle for the pending tasks of a job whose gang is complete.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from asyncsched.framework.session import Session
@@ -29,8 +30,10 @@ def queue_refusal(ssn: Session, queue: QueueInfo, task: TaskInfo | None, what: s
     if not queue.is_open():
         return f"queue {queue.name!r} is {queue.state}"
     for plugin in ssn.plugins.values():
-        if isinstance(plugin, QueueRefusing):
-            why = plugin.refusal(queue)
+        # isinstance(plugin, QueueRefusing), without the Protocol's slow runtime check
+        refusal: Callable[[QueueInfo], str] | None = getattr(plugin, "refusal", None)
+        if refusal is not None:
+            why = refusal(queue)
             if why:
                 return why
     if ssn.overused(queue):

@@ -30,6 +30,9 @@ def exceeded_part(left: Resource, right: Resource) -> Resource:
 
 _WITHOUT_PODS: dict[Resource, Resource] = {}
 """minResources -> the same without ``pods``; jobs of one template share a few values."""
+_BY_IDENTITY: dict[int, tuple[Resource, Resource]] = {}
+"""id(minResources) -> (that object, the same without ``pods``): skips hashing and
+comparing equal values; the object is held, so its id is not reused while it is here."""
 
 
 def job_min_resources(job: JobInfo) -> Resource | None:
@@ -41,11 +44,17 @@ def job_min_resources(job: JobInfo) -> Resource | None:
     minimum = job.min_resources
     if minimum is None:
         return None
+    seen = _BY_IDENTITY.get(id(minimum))
+    if seen is not None and seen[0] is minimum:
+        return seen[1]
     found = _WITHOUT_PODS.get(minimum)
     if found is None:
         if len(_WITHOUT_PODS) >= 4096:
             _WITHOUT_PODS.clear()
         found = _WITHOUT_PODS[minimum] = Resource({n: v for n, v in minimum.items() if n != PODS})
+    if len(_BY_IDENTITY) >= 65536:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[id(minimum)] = (minimum, found)
     return found
 
 
@@ -58,12 +67,12 @@ def reserved_for_job(job: JobInfo, whole_minimum_when_inqueue: bool) -> Resource
     """
     minimum = job_min_resources(job)
     if minimum is None:
-        return Resource()
+        return EMPTY
     if job.phase == PodGroupPhase.INQUEUE:
         if whole_minimum_when_inqueue:
             return minimum
     elif not (job.phase == PodGroupPhase.RUNNING and job.n_allocated >= job.min_available):
-        return Resource()
+        return EMPTY
     if minimum == job.allocated:
         return EMPTY  # the usual running job: it holds exactly its minimum
     return exceeded_part(minimum, job.allocated)

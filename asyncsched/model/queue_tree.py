@@ -97,19 +97,24 @@ def queue_books(
         if job.queue not in queues:
             continue
         allocated, request, inqueue, elastic = books_of(job.queue)
-        _accumulate(allocated, job.allocated)
-        _accumulate(request, job.allocated)
+        held = job.allocated
+        holds = not held.is_zero()  # a pending job holds nothing: skip its empty sums
+        if holds:
+            _accumulate(allocated, held)
+            _accumulate(request, held)
         pending = job.by_status.get(TaskStatus.PENDING)
         if pending:
             for task in pending.values():
                 _accumulate(request, task.resreq)
         if job.min_resources is not None:
-            _accumulate(inqueue, reserved_for_job(job, whole_minimum_when_inqueue=False))
+            reserved = reserved_for_job(job, whole_minimum_when_inqueue=False)
+            if not reserved.is_zero():
+                _accumulate(inqueue, reserved)
             minimum = job_min_resources(job) or empty
-            if minimum != job.allocated:  # equal: nothing beyond the minimum
-                _accumulate(elastic, exceeded_part(job.allocated, minimum))
-        elif not job.allocated.is_zero():
-            _accumulate(elastic, job.allocated)
+            if holds and minimum != held:  # equal: nothing beyond the minimum
+                _accumulate(elastic, exceeded_part(held, minimum))
+        elif holds:
+            _accumulate(elastic, held)
     return {
         name: QueueBooks(Resource(a), Resource(r), Resource(i), Resource(e))
         for name, (a, r, i, e) in sums.items()

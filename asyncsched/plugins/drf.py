@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from asyncsched.framework import Arguments, EventHandler, Session
-from asyncsched.framework.hooks import JOB_ORDER, PREEMPTABLE, QUEUE_ORDER, RECLAIMABLE
+from asyncsched.framework.hooks import (
+    JOB_ORDER,
+    PREEMPTABLE,
+    QUEUE_ORDER,
+    RECLAIMABLE,
+    JobOrderFn,
+)
+from asyncsched.framework.orderkeys import KeyOrder
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
 from asyncsched.plugins._hdrf import HierarchicalShares
 from asyncsched.plugins._resources import cluster_total, dominant_share
@@ -53,9 +60,14 @@ class DrfPlugin:
 
     def share_of(self, job_uid: str) -> float:
         """The job's dominant share now (0 for a job the session does not know)."""
-        attr = self.jobs.get(job_uid) or self._attr(job_uid)
+        attr = self.jobs.get(job_uid)
         if attr is None:
-            return 0.0
+            job = self.session_jobs.get(job_uid)
+            if job is None or job.allocated_at_open().is_zero():
+                return 0.0  # holds nothing (yet): no books needed to say so
+            attr = self._attr(job_uid)
+            if attr is None:
+                return 0.0
         if attr.stale:
             self._update(attr)
         return attr.share
@@ -85,11 +97,10 @@ class DrfPlugin:
         if option is not None and option.flags.get("enableHierarchy", False):
             self._open_hierarchy(ssn)
 
-        def job_order(left: JobInfo, right: JobInfo) -> int:
-            ls, rs = self.share_of(left.uid), self.share_of(right.uid)
-            if ls == rs:
-                return 0
-            return -1 if ls < rs else 1
+        def smaller_share_first(job: JobInfo) -> float:
+            return self.share_of(job.uid)
+
+        job_order: JobOrderFn = KeyOrder(smaller_share_first)
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
             own = self._attr(preemptor.job)

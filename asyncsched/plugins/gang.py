@@ -21,8 +21,10 @@ from asyncsched.framework.hooks import (
     JOB_VALID,
     PREEMPTABLE,
     RECLAIMABLE,
+    JobOrderFn,
     ValidateResult,
 )
+from asyncsched.framework.orderkeys import KeyOrder
 from asyncsched.framework.reasons import queue_refusal, resources_text
 from asyncsched.model import JobInfo, Resource, TaskInfo, TaskStatus
 from asyncsched.model.status import READY
@@ -139,11 +141,11 @@ class GangPlugin:
                 self.invalid[job.uid] = result
             return result
 
-        def job_order(left: JobInfo, right: JobInfo) -> int:
-            # is_ready of both, inlined: this runs on every heap comparison.
-            ready_left = left.n_ready + left.n_pending_best_effort >= left.min_available
-            ready_right = right.n_ready + right.n_pending_best_effort >= right.min_available
-            return int(ready_left) - int(ready_right)
+        def ready(job: JobInfo) -> bool:
+            # is_ready, inlined: this runs for every job a walk orders. Not ready first.
+            return job.n_ready + job.n_pending_best_effort >= job.min_available
+
+        job_order: JobOrderFn = KeyOrder(ready)
 
         def pipelined(job: JobInfo) -> int:
             ok = is_pipelined(job) and not _roles_short(job, _PIPELINED, best_effort=True)
@@ -244,13 +246,24 @@ class GangPlugin:
         return _volcano_message(job)
 
 
+_NOT_ADMITTED: dict[tuple[str, Resource | None], str] = {}
+"""(queue, minResources) -> the message; every pending job is told it at every session."""
+
+
 def _not_admitted(job: JobInfo) -> str:
+    key = (job.queue, job.min_resources)
+    message = _NOT_ADMITTED.get(key)
+    if message is not None:
+        return message
     message = f"waiting to be admitted to queue {job.queue!r}"
     if job.min_resources is not None:
         message += (
             f": its minResources {resources_text(job.min_resources)} do not fit the queue's "
             "remaining capability or the cluster's idle resources yet"
         )
+    if len(_NOT_ADMITTED) >= 4096:
+        _NOT_ADMITTED.clear()
+    _NOT_ADMITTED[key] = message
     return message
 
 

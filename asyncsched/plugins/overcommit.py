@@ -13,10 +13,10 @@ from typing import ClassVar
 from asyncsched.framework import ArgumentError, Arguments, Session
 from asyncsched.framework.hooks import JOB_ENQUEUEABLE, JOB_ENQUEUED
 from asyncsched.model import JobInfo, Resource
+from asyncsched.model.resource import PODS
 from asyncsched.plugins._resources import (
     cluster_total,
     cluster_used,
-    fits_where_requested,
     job_min_resources,
     reserved_for_job,
 )
@@ -63,7 +63,13 @@ class OvercommitPlugin:
         minimum = job_min_resources(job)
         if minimum is None:
             return 1
-        return -1 if fits_where_requested(self.inqueue + minimum, self.idle, minimum) else 1
+        # fits_where_requested(inqueue + minimum, idle, minimum) == [], without building
+        # the sum: this runs for every pending job.
+        inqueue, idle = self.inqueue, self.idle
+        for name, amount in minimum.items():
+            if amount > 0 and name != PODS and inqueue.get(name) + amount > idle.get(name):
+                return -1
+        return 1
 
     def _enqueued(self, job: JobInfo) -> None:
         minimum = job_min_resources(job)

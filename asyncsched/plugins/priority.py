@@ -9,16 +9,26 @@ from __future__ import annotations
 from typing import ClassVar
 
 from asyncsched.framework import Arguments, Session
-from asyncsched.framework.hooks import JOB_ORDER, JOB_STARVING, PREEMPTABLE, TASK_ORDER
+from asyncsched.framework.hooks import (
+    JOB_ORDER,
+    JOB_STARVING,
+    PREEMPTABLE,
+    TASK_ORDER,
+    JobOrderFn,
+    TaskOrderFn,
+)
+from asyncsched.framework.orderkeys import KeyOrder
 from asyncsched.model import JobInfo, TaskInfo
 
 __all__ = ["PriorityPlugin"]
 
 
-def _higher_first(left: int, right: int) -> int:
-    if left == right:
-        return 0
-    return -1 if left > right else 1
+def _task_key(task: TaskInfo) -> int:
+    return -task.priority  # higher first
+
+
+def _job_key(job: JobInfo) -> int:
+    return -job.priority  # higher first
 
 
 class PriorityPlugin:
@@ -30,11 +40,8 @@ class PriorityPlugin:
         self.arguments = arguments
 
     def on_session_open(self, ssn: Session) -> None:
-        def task_order(left: TaskInfo, right: TaskInfo) -> int:
-            return _higher_first(left.priority, right.priority)
-
-        def job_order(left: JobInfo, right: JobInfo) -> int:
-            return _higher_first(left.priority, right.priority)
+        task_order: TaskOrderFn = KeyOrder(_task_key)
+        job_order: JobOrderFn = KeyOrder(_job_key)
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
             # Between jobs the job priority decides; inside one job, the task priority.

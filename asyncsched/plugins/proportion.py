@@ -41,7 +41,6 @@ from asyncsched.plugins._resources import (
     cluster_total,
     dominant_share,
     exceeded_part,
-    fits_where_requested,
     job_min_resources,
 )
 
@@ -270,9 +269,16 @@ class ProportionPlugin:
         minimum = job_min_resources(job)
         if attr is None or minimum is None:
             return 1
-        wanted = minimum + attr.allocated + attr.inqueue - attr.elastic
-        short = fits_where_requested(wanted, Resource(attr.real_capability), minimum)
-        return -1 if short else 1
+        # fits_where_requested(minimum + allocated + inqueue - elastic, real_capability,
+        # minimum) == [], without building the sums: this runs for every pending job.
+        allocated, inqueue, elastic = attr.allocated, attr.inqueue, attr.elastic
+        bound = attr.real_capability
+        for name, amount in minimum.items():
+            if amount > 0 and name != PODS:
+                wanted = amount + allocated.get(name) + inqueue.get(name) - elastic.get(name)
+                if wanted > bound.get(name, 0):
+                    return -1
+        return 1
 
     def _enqueued(self, job: JobInfo) -> None:
         attr = self.queues.get(job.queue)

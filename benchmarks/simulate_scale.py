@@ -239,7 +239,7 @@ def main() -> None:
     config = ConfigSource(Registry())
     began = time.perf_counter()
     cpu_began = time.process_time()
-    sim = Simulation(manifests, config)
+    sim = Simulation(manifests, config, keep_events=False)  # as `asyncsched simulate` runs
     del manifests
     outcome = run(sim, args.max_wall, args.step)
     run_s = time.perf_counter() - began

@@ -116,7 +116,14 @@ def _simulate(args: argparse.Namespace) -> int:
         if out is not None:
             out.write(encoder.encode(event) + b"\n")
 
-    sim = Simulation(loaded.manifests, config, scheduler_names=names, period=period, on_event=write)
+    sim = Simulation(
+        loaded.manifests,
+        config,
+        scheduler_names=names,
+        period=period,
+        on_event=write,
+        keep_events=False,
+    )
     try:
         with Progress() as progress:
             outcome = sim.run(until=until, progress=progress)

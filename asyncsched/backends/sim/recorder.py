@@ -111,6 +111,7 @@ class Recorder:
         clock: Callable[[], float],
         on_event: Callable[[SimEvent], None] | None = None,
         scheduler_names: Container[str] = DEFAULT_SCHEDULER_NAMES,
+        keep_events: bool = True,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -119,7 +120,10 @@ class Recorder:
         """Pods of ours not bound yet."""
         self.ended = 0
         """Pods that succeeded or failed so far."""
-        self.events: list[SimEvent] = []
+        self.events: list[SimEvent] | None = [] if keep_events else None
+        """Every event so far, unless the caller streams them (``on_event``) and the report,
+        which reads the facts below, is all it needs: a long run's events run to hundreds
+        of megabytes."""
         self.on_event = on_event
         self.pods: dict[str, PodRecord] = {}
         self.podgroups_submitted: dict[str, float] = {}
@@ -139,7 +143,8 @@ class Recorder:
             "name": name,
         }
         record.update({k: v for k, v in extra.items() if v not in (None, "")})
-        self.events.append(record)
+        if self.events is not None:
+            self.events.append(record)
         if self.on_event is not None:
             self.on_event(record)
 

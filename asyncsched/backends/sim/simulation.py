@@ -101,6 +101,7 @@ class Simulation:
         scheduler_names: tuple[str, ...] = DEFAULT_SCHEDULER_NAMES,
         period: float = 1.0,
         on_event: Callable[[SimEvent], None] | None = None,
+        keep_events: bool = True,
     ) -> None:
         self.config = config
         self.period = period
@@ -108,7 +109,7 @@ class Simulation:
         clock = self._clock
         self.store = ObjectStore(clock)
         self.store.admit(Pod, pod_priority_admission(self.store))
-        self.recorder = Recorder(self.store, clock, on_event, scheduler_names)
+        self.recorder = Recorder(self.store, clock, on_event, scheduler_names, keep_events)
         self.scheduler = SimScheduler(self.store, config, scheduler_names)
         self.kubelets = Kubelets(self.store, self.agenda)
         self.controllers: list[Controller] = [
@@ -149,6 +150,9 @@ class Simulation:
 
     @property
     def events(self) -> list[SimEvent]:
+        """Every event of the run (only when made with ``keep_events``, the default)."""
+        if self.recorder.events is None:
+            raise RuntimeError("this simulation streams its events (keep_events=False)")
         return self.recorder.events
 
     @property

@@ -128,7 +128,6 @@ class Recorder:
         self.pods: dict[str, PodRecord] = {}
         self.podgroups_submitted: dict[str, float] = {}
         self.jobs: dict[str, JobRecord] = {}
-        self.notes: list[Note] = []
         self.usage = UsageMeter()
         self._running: set[str] = set()
         store.watch(KINDS, self._changed)
@@ -167,7 +166,6 @@ class Recorder:
                   reason=reason)  # fmt: skip
 
     def _noted(self, note: Note) -> None:
-        self.notes.append(note)
         event = _NOTE_EVENTS.get(note.reason)
         if event is None:
             return

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,12 +45,13 @@ from tests.e2e.scheduler_proc import (
 from tests.e2e.scheduler_proc import (
     SERVICE_ACCOUNT as SCHEDULER_SA,
 )
-from tests.e2e.testbed import Testbed, run_async
+from tests.e2e.testbed import KEEP_RUNNING, Testbed, run_async
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs"
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
 QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
 HOLD = "e2e-hold"
+PREEMPT_CONFIG = ROOT / "tests" / "scenarios" / "yaml" / "preempt-config.yaml"
 USAGE = "maip.mxsf.io/node.usage"
 SEED = ROOT / "tests" / "fixtures" / "controllers" / "seed-001-training-job.yaml"
 
@@ -90,6 +91,10 @@ def stack(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
     scheduler_config, controllers_config = run_async(setup())
     scheduler = SchedulerProcess(scheduler_config, logs / "scheduler.log", "e2e-scheduler")
+    # Volcano's configuration with preempt and reclaim, so that the Job controller meets
+    # evictions; without PriorityClasses or quotas, no other test here gives a victim.
+    at = scheduler.argv.index("--config-map")
+    scheduler.argv[at : at + 2] = ["--config", str(PREEMPT_CONFIG)]
     controllers = ControllersProcess(
         controllers_config, logs / "controllers.log", "e2e-controllers",
         "--webhook-host", "127.0.0.1", "--webhook-port", str(port),
@@ -330,6 +335,70 @@ async def test_pod_failed_restarts_the_job_until_max_retry_then_fails(env: Env) 
             await env.wait(restarted, 30, "the first restart")
     done = await env.wait_phase("retry", "Failed")
     assert done["status"]["retryCount"] == 2
+
+
+@contextlib.asynccontextmanager
+async def _priority_classes(env: Env) -> AsyncIterator[tuple[str, str]]:
+    """A low (10) and a high (1000) PriorityClass of this test, deleted afterwards."""
+    names = (f"{env.ns}-low", f"{env.ns}-high")
+    collection = "/apis/scheduling.k8s.io/v1/priorityclasses"
+    for name, value in zip(names, (10, 1000), strict=True):
+        body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name}, "value": value}  # fmt: skip
+        await request(env.kube.api, "POST", collection, body)
+    try:
+        yield names
+    finally:
+        for name in names:
+            await request(env.kube.api, "DELETE", f"{collection}/{name}")
+
+
+def _whole_node_task(name: str, replicas: int, held: str) -> dict[str, Any]:
+    """A task whose every pod takes all 8 GPUs of a bed node, and runs until deleted."""
+    task = _task(name, replicas, held=held)
+    task["template"]["metadata"] = {"annotations": {KEEP_RUNNING: "true"}}
+    resources = task["template"]["spec"]["containers"][0]["resources"]
+    resources["requests"]["nvidia.com/gpu"] = "8"
+    resources["limits"] = {"nvidia.com/gpu": "8"}  # an extended resource: limit = request
+    return task
+
+
+async def test_pod_evicted_by_preemption_restarts_the_victim_job(env: Env) -> None:
+    """The scheduler preempts a pod of a low-priority Job for a high-priority one through
+    the Eviction API; the victim's PodEvicted policy restarts it whole (Volcano's
+    RestartJob: new pods of the next job version, retryCount 1), and its new pods wait."""
+    nodes = await env.release()
+    async with _priority_classes(env) as (low, high):
+        victim = _job("victim", [_whole_node_task("worker", 2, env.ns)], minAvailable=1,
+                      priorityClassName=low, maxRetry=3,
+                      policies=[{"event": "PodEvicted", "action": "RestartJob"}])  # fmt: skip
+        await env.submit(victim)
+        await env.wait_phase("victim", "Running")
+        first = {p["metadata"]["uid"] for p in await env.wait_pods("victim", 2)}
+
+        await env.submit(_job("urgent", [_whole_node_task("main", 1, env.ns)],
+                              priorityClassName=high))  # fmt: skip
+        await env.wait_phase("urgent", "Running", timeout=60)
+
+        async def restarted() -> bool:
+            status = (await env.job("victim")).get("status", {})
+            return bool(status.get("retryCount") == 1)
+
+        await env.wait(restarted, 60, "the victim job's restart")
+        pods = await env.wait_pods("victim", 2, timeout=60)
+        assert not first & {p["metadata"]["uid"] for p in pods}, "every pod made anew"
+        assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in pods} == {"1"}
+        (urgent,) = await env.pods("urgent")
+        assert urgent["spec"].get("nodeName") in nodes
+        victim_state = (await env.job("victim"))["status"]["state"]["phase"]
+        assert victim_state in ("Restarting", "Pending", "Running"), victim_state
+        bound = [p for p in pods if p["spec"].get("nodeName")]
+        assert len(bound) <= 1, "one node is the urgent job's now"
+        events = await env.items("/api/v1/namespaces/{ns}/events")
+        reasons = {e["reason"] for e in events if e["involvedObject"]["name"].startswith("victim-")}
+        assert reasons & {"Evict", "Preempted", "Killing"}, reasons
+        await request(env.kube.api, "DELETE", JOBS.format(ns=env.ns) + "/urgent")
+        await request(env.kube.api, "DELETE", JOBS.format(ns=env.ns) + "/victim")
 
 
 async def test_deployment_replicas_get_a_podgroup_and_lose_it_with_their_owner(env: Env) -> None:

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -39,6 +40,9 @@ from tests.e2e.procs import Component, StartupError, free_port, tail, wait_http
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = ROOT / "hack" / "build-control-plane.sh"
 CRD_DIR = ROOT / "deploy" / "crds"
+KEEP_RUNNING = "e2e.asyncsched.io/keep-running"
+"""A pod annotated so stays Running: KWOK's pod-complete stage finishes every Running pod
+a Job owns at once, and a test of preemption needs a Volcano Job's pods to run on."""
 DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 SERVICE_CIDR = "10.96.0.0/16"
 T = TypeVar("T")
@@ -170,7 +174,11 @@ class Testbed:
         )  # fmt: skip
 
         stage_files = sorted((self.bin_dir / "stages").glob("*.yaml"))
-        stages = [str(p) for p in stage_files if "\nkind: Stage\n" in p.read_text()]
+        stages = [
+            str(self._held_running(p) if p.name == "pod-complete.yaml" else p)
+            for p in stage_files
+            if "\nkind: Stage\n" in p.read_text()
+        ]
         kwok = self._launch("kwok", [
             f"--kubeconfig={self.kubeconfig}", *(f"--config={s}" for s in stages),
             "--manage-all-nodes=false", "--node-lease-duration-seconds=40",
@@ -225,6 +233,16 @@ class Testbed:
             comp.stop()
         if self.state_file.exists():
             self._save()
+
+    def _held_running(self, stage: Path) -> Path:
+        """KWOK's pod-complete stage, but for pods annotated ``KEEP_RUNNING``."""
+        doc = yaml.safe_load(stage.read_text())
+        doc["spec"]["selector"]["matchExpressions"].append(
+            {"key": f'.metadata.annotations["{KEEP_RUNNING}"]', "operator": "DoesNotExist"}
+        )
+        held = self.dir / "pod-complete-unless-held.yaml"
+        held.write_text(yaml.safe_dump(doc))
+        return held
 
     def _save(self) -> None:
         state = {

@@ -215,6 +215,7 @@ def main() -> None:
         return
 
     profiler = cProfile.Profile() if args.profile else None
+    commit = source_commit()  # now: the tree may change while a long run goes on
     print(kernels.describe(), file=sys.stderr)
     path = None
     if args.yaml:
@@ -272,7 +273,7 @@ def main() -> None:
         "native": kernels.NATIVE,
         "kernels": kernels.describe(),
         "asyncsched_version": _version(),
-        "asyncsched_commit": source_commit(),
+        "asyncsched_commit": commit,
         "asyncsched_path": str(Path(asyncsched.__file__).parent),
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "notes": notes,

@@ -181,6 +181,10 @@ async def test_a_pod_protected_by_a_disruption_budget_is_not_evicted(bed: Bed) -
             live = await _live(bed)
             assert all(live[n]["spec"].get("nodeName") for n in names), "no pod evicted"
             assert not live["urgent"]["spec"].get("nodeName"), "the urgent pod waits"
+            told = [e["message"] for e in await bed.events_for("urgent")
+                    if e["reason"] == "EvictionRefused"]  # fmt: skip
+            assert told and all("keep-all" in m for m in told), told
+            assert "refused" in told[0] and any(n in told[0] for n in names), told
             assert scheduler.alive()
         finally:
             scheduler.terminate()

@@ -152,8 +152,12 @@ class KubeClient:
 def _status_message(data: bytes, fallback: str | None) -> str:
     try:
         status = json.loads(data)
-        return str(status.get("message") or fallback or "")
-    except ValueError:
+        message = str(status.get("message") or fallback or "")
+        details = status.get("details") or {}
+        causes = [str(c["message"]) for c in details.get("causes") or () if c.get("message")]
+        # the causes say what the message does not: which budget refused an eviction
+        return f"{message} ({'; '.join(causes)})" if causes else message
+    except (ValueError, AttributeError, TypeError):
         return data[:200].decode(errors="replace") or (fallback or "")
 
 

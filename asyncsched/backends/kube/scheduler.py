@@ -111,6 +111,8 @@ class KubeScheduler(Effects):
         self.evictor = Evictor(client, may_evict=self.is_leader, on_done=self._eviction_done)
         self.status = StatusWriter(client, options.identity)
         self._reported_bad: set[tuple[str, str, str, str]] = set()
+        self._preemptors: dict[str, str] = {}
+        """Per victim being evicted, the pod the room is for (``namespace/name``, or "")."""
         self.sessions = 0
         self.informers: list[Informer[Any]] = [
             Informer(client, PODS, self._pod_upserted, self._pod_deleted, self._bad_object),
@@ -345,6 +347,7 @@ class KubeScheduler(Effects):
         if pod is None or not self.cache.mark_releasing(eviction.uid):
             return False
         self.evictor.submit(eviction.namespace, eviction.name, pod.metadata.uid)
+        self._preemptors[eviction.uid] = eviction.preemptor
         why = eviction.reason + (f" (for {eviction.preemptor})" if eviction.preemptor else "")
         meta = pod.metadata
         self.status.event("Pod", meta.namespace, meta.name, meta.uid, "Evict", why, "Warning")
@@ -379,9 +382,23 @@ class KubeScheduler(Effects):
         self.dirty.set()
 
     def _eviction_done(self, key: str, error: str | None) -> None:
-        if error is not None:
-            self.cache.eviction_failed(key)
-            self.dirty.set()
+        preemptor = self._preemptors.pop(key, "")
+        if error is None:
+            return
+        self.cache.eviction_failed(key)
+        self.dirty.set()
+        victim = self.cache.pods.get(key)
+        if victim is not None:
+            meta = victim.metadata
+            why = f"eviction refused: {error}"
+            self.status.event("Pod", meta.namespace, meta.name, meta.uid, "EvictionRefused", why,
+                              "Warning")  # fmt: skip
+        waiting = self.cache.pods.get(preemptor)
+        if waiting is not None:
+            meta = waiting.metadata
+            why = f"waits: the eviction of {key} to make room was refused: {error}"
+            self.status.event("Pod", meta.namespace, meta.name, meta.uid, "EvictionRefused", why,
+                              "Warning")  # fmt: skip
 
 
 _ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})

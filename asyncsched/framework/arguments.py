@@ -19,19 +19,27 @@ class Arguments:
     or ``"10"``); both are accepted.
     """
 
-    __slots__ = ("_owner", "_values")
+    __slots__ = ("_owner", "_read", "_values")
 
     def __init__(self, values: Mapping[str, Any] | None = None, owner: str = "") -> None:
         self._values: dict[str, Any] = dict(values or {})
         self._owner = owner
+        self._read: set[str] = set()
 
     def __contains__(self, key: str) -> bool:
+        self._read.add(key)
         return key in self._values
+
+    def unread(self) -> list[str]:
+        """The arguments given that nothing has asked for (by a getter, ``raw`` or ``in``):
+        after a plugin or action is built, the ones it does not use."""
+        return [key for key in self._values if key not in self._read]
 
     def keys(self) -> list[str]:
         return list(self._values)
 
     def raw(self, key: str) -> Any:
+        self._read.add(key)
         return self._values.get(key)
 
     def _fail(self, key: str, value: Any, wanted: str) -> ArgumentError:
@@ -39,6 +47,7 @@ class Arguments:
         return ArgumentError(f"{where}argument {key!r} must be {wanted}, got {value!r}")
 
     def get_int(self, key: str, default: int) -> int:
+        self._read.add(key)
         value = self._values.get(key, default)
         if isinstance(value, bool):
             raise self._fail(key, value, "an integer")
@@ -48,6 +57,7 @@ class Arguments:
             raise self._fail(key, value, "an integer") from None
 
     def get_float(self, key: str, default: float) -> float:
+        self._read.add(key)
         value = self._values.get(key, default)
         if isinstance(value, bool):
             raise self._fail(key, value, "a number")
@@ -57,6 +67,7 @@ class Arguments:
             raise self._fail(key, value, "a number") from None
 
     def get_bool(self, key: str, default: bool) -> bool:
+        self._read.add(key)
         value = self._values.get(key, default)
         if isinstance(value, bool):
             return value
@@ -68,5 +79,6 @@ class Arguments:
         raise self._fail(key, value, "true or false")
 
     def get_str(self, key: str, default: str) -> str:
+        self._read.add(key)
         value = self._values.get(key, default)
         return str(value)

@@ -63,6 +63,8 @@ def load_configuration(
     """Parse and validate; raise ConfigError naming the first problem found."""
     configuration = parse_configuration(text, source)
     builders = []
+    unused: list[tuple[str, str]] = []
+    """(who, argument) given but never asked for: accepted, not enforced, so said."""
     for name in configuration.plugin_names():
         builder = registry.plugins.get(name)
         if builder is None:
@@ -75,18 +77,24 @@ def load_configuration(
         except (ArgumentError, ValueError) as exc:
             raise ConfigError(f"{source}: {exc}") from None
         builders.append((name, builder, args))
+        unused.extend((f"plugin {name}", key) for key in args.unread())
     actions = []
     for name in configuration.actions:
         action_builder = registry.actions.get(name)
         if action_builder is None:
             known = ", ".join(sorted(registry.actions))
             raise ConfigError(f"{source}: unknown action {name!r} (known: {known})")
+        action_args = Arguments(configuration.action_arguments(name), f"action {name}")
         try:
-            actions.append(
-                action_builder(Arguments(configuration.action_arguments(name), f"action {name}"))
-            )
+            actions.append(action_builder(action_args))
         except (ArgumentError, ValueError) as exc:
             raise ConfigError(f"{source}: {exc}") from None
+        unused.extend((f"action {name}", key) for key in action_args.unread())
+    if unused:
+        told = [f"{source}: {who} does not use argument {key!r}: ignored" for who, key in unused]
+        configuration = msgspec.structs.replace(
+            configuration, warnings=(*configuration.warnings, *told)
+        )
     return LoadedConfiguration(configuration, tuple(builders), tuple(actions))
 
 

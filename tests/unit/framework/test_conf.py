@@ -38,6 +38,24 @@ def test_unknown_keys_warn_but_load() -> None:
     assert any("enableJobOrdr" in w for w in conf.warnings)
 
 
+def test_arguments_nothing_reads_are_announced_not_silently_ignored() -> None:
+    # Volcano's preempt takes enableTopologyAwarePreemption; asyncsched's does not (yet),
+    # and a user who sets it must be told. A misspelt nodeorder weight is told the same way;
+    # the arguments that are used give no line.
+    text = (
+        'actions: "enqueue, allocate, preempt"\n'
+        "configurations:\n- name: preempt\n  arguments: {enableTopologyAwarePreemption: true}\n"
+        "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+        "  - name: nodeorder\n    arguments: {leastrequested.weight: 2, mostrequsted.weight: 3}\n"
+    )
+    warnings = load_configuration(text, Registry(), "conf.yaml").configuration.warnings
+    unused = [w for w in warnings if "does not use" in w]
+    assert unused == [
+        "conf.yaml: plugin nodeorder does not use argument 'mostrequsted.weight': ignored",
+        "conf.yaml: action preempt does not use argument 'enableTopologyAwarePreemption': ignored",
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

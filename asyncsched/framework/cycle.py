@@ -185,6 +185,10 @@ def _report_jobs(ssn: Session) -> None:
                 message = gang_message or (job_errors.message() if job_errors else "")
             if not message:
                 message = _held_by_queue(ssn, job, task)
+            withheld = ssn.withheld_victims.get(task.uid)
+            if message and withheld:
+                sep = " " if message.endswith(".") else "; "  # as kube-scheduler joins them
+                message = f"{message}{sep}preemption: {'; '.join(withheld)}"
             if message:
                 ssn.result.unschedulable.append(
                     TaskUnschedulable(task.uid, task.namespace, task.name, job.uid, message)

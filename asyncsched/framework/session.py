@@ -55,7 +55,13 @@ from asyncsched.framework.orderkeys import KeyOrder, live_before, tuple_key
 from asyncsched.framework.plugin import Plugin
 from asyncsched.framework.results import PluginFailure, SessionResult
 from asyncsched.framework.state import Slot
-from asyncsched.framework.waiting import FitFailures, GangAttempt, PodGroupConditions, UndoneGangs
+from asyncsched.framework.waiting import (
+    FitFailures,
+    GangAttempt,
+    PodGroupConditions,
+    UndoneGangs,
+    WithheldVictims,
+)
 from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
 from asyncsched.model.books import SettledTotals
 
@@ -109,6 +115,8 @@ class Session:
         """Jobs allocate placed in part and gave back, with how far it got."""
         self.podgroup_conditions = PodGroupConditions()
         """The PodGroup condition the gang plugin settled on for each job."""
+        self.withheld_victims = WithheldVictims()
+        """Why victim functions kept pods from a waiting task (shown in its message)."""
         self._slots: dict[Slot[Any], Any] = {}
         self._zero_scores: FloatArray | None = None
         self.evicted_from: set[str] = set()

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 from asyncsched.api import Condition
 from asyncsched.framework.results import FitErrors
 
-__all__ = ["FitFailures", "GangAttempt", "PodGroupConditions", "UndoneGangs"]
+__all__ = ["FitFailures", "GangAttempt", "PodGroupConditions", "UndoneGangs", "WithheldVictims"]
 
 T = TypeVar("T")
 
@@ -75,3 +75,19 @@ class PodGroupConditions(_ByUid[Condition]):
     """
 
     __slots__ = ()
+
+
+class WithheldVictims(_ByUid[dict[str, None]]):
+    """Why pods were kept from a waiting task's victims, by the waiting task's uid.
+
+    Written by plugins that answer ``preemptable`` or ``reclaimable`` and keep a pod
+    back for a reason the user can act on (``asyncsched.plugins.pdb``: the budget that
+    allows no more disruptions), through ``note``. Read by the session's job report,
+    which adds them to the waiting pod's message after ``preemption:``, so that a pod
+    waiting behind a PodDisruptionBudget says so rather than only "Insufficient cpu".
+    """
+
+    __slots__ = ()
+
+    def note(self, uid: str, why: str) -> None:
+        self.by_uid.setdefault(uid, {})[why] = None

@@ -128,8 +128,14 @@ class Budgets:
             if not guards:
                 allowed.append(task)
                 continue
-            if len(guards) > 1:
-                continue  # the Eviction API evicts no pod that two budgets guard
+            if len(guards) > 1:  # the Eviction API evicts no pod that two budgets guard
+                names = ", ".join(self._name(i) for i in guards)
+                self.ssn.withheld_victims.note(
+                    preemptor.uid,
+                    f"pod {task.namespace}/{task.name} is guarded by more than one "
+                    f"PodDisruptionBudget ({names}), which the Eviction API never evicts",
+                )
+                continue
             (i,) = guards
             if task.name in self.budgets[i].disrupted:
                 allowed.append(task)  # already let go by the API server: spends nothing
@@ -139,4 +145,11 @@ class Budgets:
             left[i] = left.get(i, self.budgets[i].allowed - spent.get(i, 0)) - 1
             if left[i] >= 0:
                 allowed.append(task)
+            else:
+                self.ssn.withheld_victims.note(
+                    preemptor.uid, f"PodDisruptionBudget {self._name(i)} allows no more disruptions"
+                )
         return allowed
+
+    def _name(self, i: int) -> str:
+        return f"{self.budgets[i].namespace}/{self.budgets[i].name}"

@@ -100,6 +100,11 @@ def test_a_budget_that_allows_too_little_keeps_the_gang_waiting_without_churn(
     assert run.code == 4, "stuck: the gang can never have its room"
     assert run.of("evicted") == [] and run.of("refused") == []
     assert "PodGroup default/urgent" in run.stdout
+    told = "preemption: PodDisruptionBudget default/web allows no more disruptions"
+    assert told in run.stdout, "the waiting reason names the budget"
+    waiting = {e["name"]: e["reason"] for e in run.of("unschedulable")}
+    assert set(waiting) == {"urgent-0", "urgent-1"}
+    assert all(told in reason for reason in waiting.values()), waiting
 
     churn = simulate(capsys, tmp_path, tight, config=WITHOUT_PDB, extra=["--until", "60"])
     assert churn.code == 0, churn.stderr

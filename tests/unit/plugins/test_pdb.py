@@ -65,6 +65,9 @@ def test_a_spent_budget_protects_all_its_pods_and_no_others() -> None:
     t = tasks(ssn)
     offered = [t["web-0"], t["web-1"], t["batch"]]
     assert names(ssn.preemptable(t["preemptor"], offered)) == ["batch"]
+    # ... and the waiting pod's message will say which budget kept them
+    withheld = ssn.withheld_victims.get(t["preemptor"].uid)
+    assert list(withheld or ()) == ["PodDisruptionBudget shop/web allows no more disruptions"]
 
 
 def test_a_pod_the_api_server_already_let_go_spends_nothing() -> None:
@@ -126,6 +129,11 @@ def test_a_pod_two_budgets_guard_is_never_a_victim() -> None:
     ssn = session(snap)
     t = tasks(ssn)
     assert names(ssn.preemptable(t["preemptor"], [t["web-0"], t["web-1"]])) == ["web-1"]
+    withheld = ssn.withheld_victims.get(t["preemptor"].uid)
+    assert list(withheld or ()) == [
+        "pod shop/web-0 is guarded by more than one PodDisruptionBudget (shop/front, shop/web),"
+        " which the Eviction API never evicts"
+    ]
 
 
 def test_selectors_guard_as_the_eviction_api_matches() -> None:

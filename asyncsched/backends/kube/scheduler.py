@@ -387,18 +387,16 @@ class KubeScheduler(Effects):
             return
         self.cache.eviction_failed(key)
         self.dirty.set()
-        victim = self.cache.pods.get(key)
-        if victim is not None:
-            meta = victim.metadata
-            why = f"eviction refused: {error}"
-            self.status.event("Pod", meta.namespace, meta.name, meta.uid, "EvictionRefused", why,
-                              "Warning")  # fmt: skip
-        waiting = self.cache.pods.get(preemptor)
-        if waiting is not None:
-            meta = waiting.metadata
-            why = f"waits: the eviction of {key} to make room was refused: {error}"
-            self.status.event("Pod", meta.namespace, meta.name, meta.uid, "EvictionRefused", why,
-                              "Warning")  # fmt: skip
+        told = (
+            (key, f"eviction refused: {error}"),
+            (preemptor, f"waits: the eviction of {key} to make room was refused: {error}"),
+        )
+        for told_key, why in told:
+            pod = self.cache.pods.get(told_key)
+            if pod is not None:
+                meta = pod.metadata
+                self.status.event("Pod", meta.namespace, meta.name, meta.uid, "EvictionRefused",
+                                  why, "Warning")  # fmt: skip
 
 
 _ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})

@@ -10,30 +10,12 @@ streams with the shortcuts on and off.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from hypothesis import given, note, settings
 
-from asyncsched.framework.calls import SHORTCUTS_ENV
 from tests.scenarios.properties.runner import simulate
 from tests.scenarios.properties.test_generated_workloads import CONFIGS
 from tests.scenarios.properties.workloads import Input, inputs
-
-
-@contextmanager
-def shortcuts(on: bool) -> Iterator[None]:
-    """Run the block with the shortcuts on or off (sessions read the switch when opened)."""
-    before = os.environ.get(SHORTCUTS_ENV)
-    os.environ[SHORTCUTS_ENV] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[SHORTCUTS_ENV]
-        else:
-            os.environ[SHORTCUTS_ENV] = before
+from tests.switches import shortcuts
 
 
 @settings(max_examples=max(10, settings().max_examples // 2))

@@ -12,10 +12,7 @@ import functools
 import gc
 import heapq
 import itertools
-import os
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from hypothesis import given, settings
@@ -24,12 +21,12 @@ from hypothesis import strategies as st
 from asyncsched.api import Node, Pod, PodGroup, PriorityClass
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.framework import Registry, Session, Statement, load_configuration, run_session
-from asyncsched.framework.calls import SHORTCUTS_ENV
 from asyncsched.framework.hooks import JOB_ORDER
 from asyncsched.framework.orderkeys import NO_OPINION, KeyOrder
 from asyncsched.framework.session import OrderKey
 from asyncsched.model import JobInfo, TaskInfo
 from tests.builders import cache_of, node, pod, podgroup, priority_class
+from tests.switches import shortcuts
 
 PLUGINS = ("priority", "gang", "drf")
 
@@ -41,19 +38,6 @@ def _configuration(first: list[str], second: list[str]) -> str:
             lines.append("- plugins:")
             lines += [f"  - name: {name}" for name in tier]
     return "\n".join(lines) + "\n"
-
-
-@contextmanager
-def _shortcuts(on: bool) -> Iterator[None]:
-    before = os.environ.get(SHORTCUTS_ENV)
-    os.environ[SHORTCUTS_ENV] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[SHORTCUTS_ENV]
-        else:
-            os.environ[SHORTCUTS_ENV] = before
 
 
 JOBS = st.lists(
@@ -162,7 +146,7 @@ def test_keyed_task_order_sorts_as_the_rule(
 def test_without_shortcuts_or_with_a_plugin_that_has_no_key_orders_go_through_the_rule() -> None:
     objects = _cluster([(1, 1, 1, "", "1", 0), (0, 1, 1, "high", "2", 1)])
     text = _configuration(["priority", "gang"], ["drf"])
-    with _shortcuts(False):
+    with shortcuts(False):
         assert _open(objects, text).frozen_job_key() is None
     ssn = _open(objects, text)
     assert ssn.frozen_job_key() is not None

@@ -102,6 +102,9 @@ def test_ctrl_c_stops_with_the_summary_so_far(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # Ctrl-C from a terminal reaches the process; a shell's background job starts with
+        # SIGINT ignored, and the child would inherit that (and never stop).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (events.exists() and events.stat().st_size):

@@ -15,6 +15,10 @@ deserves the whole cluster is refused exactly when the cluster is full.
 A job stops taking tasks once it is ready and goes back behind the other
 jobs of its queue, and the queue goes back into the queue ordering: queues
 and jobs take turns, so weighted queues share as their plugins order them.
+A queue whose ``spec.dequeueStrategy`` is ``fifo`` has no more turns this
+session once a job of it could not be placed, so no later job overtakes it;
+unless a plugin holds room for that job (``job_reserved``, e.g. the
+antistarvation package), whose predicates then keep the later jobs out of it.
 
 Not yet here: network-topology (hypernode) placement and sub-job policies,
 which Volcano routes through a separate per-hypernode search; the seam is
@@ -75,6 +79,10 @@ class _Allocation:
                 stmt.commit()
                 if tasks:
                     walk.push_job(job)
+            elif stmt is None and queue.is_fifo() and not ssn.job_reserved(job):
+                behind = [j.uid for j in walk.waiting_jobs(queue)]
+                ssn.queued_behind.hold(behind, job.shown_name())
+                continue
             walk.push_queue(queue)
 
     def _collect(self) -> None:

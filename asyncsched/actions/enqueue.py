@@ -9,6 +9,8 @@ As Volcano does, queues take turns: one job from the queue first in queue
 order, then that queue goes back into the ordering, so every queue's head
 job is considered before a queue's second job. Volcano does not consult
 ``overused`` here; the plugins' enqueueable votes carry the queue limits.
+A ``fifo`` queue (``spec.dequeueStrategy``) admits no job behind one it could
+not admit, unless a plugin holds room for that one (``job_reserved``).
 Unlike Volcano, a queue that is not Open admits nothing (Volcano leaves that
 to the proportion and capacity votes, which a job without minResources never
 reaches, so its PodGroup would turn Inqueue in a closed queue).
@@ -50,4 +52,7 @@ class EnqueueAction:
                 ssn.job_enqueued(head)
                 head.set_phase(PodGroupPhase.INQUEUE)
                 ssn.result.enqueued.append(head.uid)
+            elif turn.is_fifo() and not ssn.job_reserved(head):
+                ssn.queued_behind.hold([j.uid for j in walk.waiting_jobs(turn)], head.shown_name())
+                continue
             walk.push_queue(turn)

@@ -87,6 +87,13 @@ class Walk:
         job: JobInfo = entry[2] if self._tuples else entry.item
         return job
 
+    def waiting_jobs(self, queue: QueueInfo) -> list[JobInfo]:
+        """The queue's jobs still to visit, in no particular order (they stay in the walk)."""
+        jobs: list[JobInfo] = [
+            e[2] if self._tuples else e.item for e in self.jobs.get(queue.name, ())
+        ]
+        return jobs
+
     def has_jobs(self, queue: QueueInfo) -> bool:
         return bool(self.jobs.get(queue.name))
 

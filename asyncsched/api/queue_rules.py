@@ -21,7 +21,7 @@ from typing import Any
 
 from asyncsched.api.quantity import QuantityError, format_units, parse_quantity
 from asyncsched.api.validation import qualified_name
-from asyncsched.api.volcano import Queue
+from asyncsched.api.volcano import DEQUEUE_STRATEGIES, Queue
 
 __all__ = [
     "MAX_QUEUE_DEPTH",
@@ -133,6 +133,11 @@ def queue_problems(queue: Queue) -> list[str]:
                 f"spec.deserved.{resource} {_text(resource, amount)} is more than "
                 f"spec.capability.{resource} {_text(resource, capability[resource])}"
             )
+    if spec.dequeue_strategy and spec.dequeue_strategy not in DEQUEUE_STRATEGIES:
+        problems.append(
+            f"spec.dequeueStrategy {spec.dequeue_strategy!r} must be one of "
+            + ", ".join(DEQUEUE_STRATEGIES)
+        )
     if spec.parent == name:
         problems.append("spec.parent: a queue cannot be its own parent")
     elif name == ROOT_QUEUE and spec.parent:

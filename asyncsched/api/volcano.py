@@ -12,6 +12,10 @@ import msgspec
 from asyncsched.api.meta import Condition, Int32, ObjectMeta
 
 __all__ = [
+    "DEQUEUE_FIFO",
+    "DEQUEUE_STRATEGIES",
+    "DEQUEUE_TRAVERSE",
+    "GANG_CONDITION_TYPES",
     "GROUP_NAME_ANNOTATION",
     "HIERARCHY_ANNOTATION",
     "HIERARCHY_WEIGHTS_ANNOTATION",
@@ -71,6 +75,19 @@ class QueueSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     reclaimable: bool | None = None
     parent: str = ""
     priority: Int32 = 0
+    dequeue_strategy: str = ""
+    """``fifo`` or ``traverse`` (the default when empty): see DEQUEUE_STRATEGIES."""
+
+
+GANG_CONDITION_TYPES = frozenset({"Scheduled", "Unschedulable"})
+"""The PodGroup condition types the scheduler's gang logic keeps (Volcano's two); any
+other type on a PodGroup is a plugin's notice (``ssn.job_notices``)."""
+
+DEQUEUE_FIFO = "fifo"
+"""The head job of the queue blocks the jobs behind it until it is placed."""
+DEQUEUE_TRAVERSE = "traverse"
+"""A job that cannot be placed is passed over; the jobs behind it are tried (the default)."""
+DEQUEUE_STRATEGIES = (DEQUEUE_FIFO, DEQUEUE_TRAVERSE)
 
 
 class QueueStatus(msgspec.Struct, rename="camel", omit_defaults=True):

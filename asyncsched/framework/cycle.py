@@ -8,12 +8,13 @@ a loaded configuration.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
 
 from asyncsched.api import Condition
-from asyncsched.api.volcano import PodGroupStatus
+from asyncsched.api.volcano import GANG_CONDITION_TYPES, PodGroupStatus
 from asyncsched.framework.arguments import ArgumentError, Arguments
 from asyncsched.framework.conf import ConfigError, SchedulerConfiguration, parse_configuration
 from asyncsched.framework.plugin import Action, Plugin, PluginBuilder
@@ -162,7 +163,8 @@ def _report_jobs(ssn: Session) -> None:
     """
     jobs = ssn.active_jobs
     conditions = ssn.podgroup_conditions
-    others = dict.fromkeys([*conditions.by_uid, *sorted(ssn.evicted_from)])
+    notices = ssn.job_notices
+    others = dict.fromkeys([*conditions.by_uid, *notices.by_uid, *sorted(ssn.evicted_from)])
     extra = [ssn.jobs[uid] for uid in others if uid not in jobs and uid in ssn.jobs]
     reported = [*jobs.values(), *extra]
     if extra:  # in snapshot order, as if every job had been active (rare: costs O(jobs))
@@ -195,7 +197,9 @@ def _report_jobs(ssn: Session) -> None:
                 )
         unchanged = True
         if job.podgroup is not None:
-            update = _podgroup_update(job, job.podgroup.status, condition)
+            update = _podgroup_update(
+                job, job.podgroup.status, condition, notices.get(job.uid) or ()
+            )
             unchanged = update is None
             if update is not None:
                 ssn.result.podgroups.append(update)
@@ -217,7 +221,11 @@ def _settled(job: JobInfo) -> bool:
 
 def _held_by_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
     """Why a pending task that no node was tried for waits, when its gang has nothing to say
-    (the gang is complete, or needs no members): its queue took nothing more this session."""
+    (the gang is complete, or needs no members): its queue took nothing more this session,
+    or a job ahead of it in its fifo queue could not be placed."""
+    behind = ssn.queued_behind.reason(job.uid, job.queue)
+    if behind:
+        return behind
     queue = ssn.queue_of(job)
     if queue is None:
         return f"queue {job.queue!r} does not exist"
@@ -225,10 +233,13 @@ def _held_by_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
 
 
 def _podgroup_update(
-    job: JobInfo, status: PodGroupStatus, condition: Condition | None
+    job: JobInfo,
+    status: PodGroupStatus,
+    condition: Condition | None,
+    notices: Sequence[Condition] = (),
 ) -> PodGroupUpdate | None:
     """The status the job's PodGroup should have, or None when it has it already (the
-    usual case, so nothing is built for it)."""
+    usual case, so nothing is built for it). ``notices`` are plugins' own conditions."""
     running = job.count((TaskStatus.RUNNING,))
     unschedulable = condition is not None and condition.type == UNSCHEDULABLE
     if running and unschedulable:
@@ -242,6 +253,7 @@ def _podgroup_update(
     succeeded = job.count((TaskStatus.SUCCEEDED,))
     failed = job.count((TaskStatus.FAILED,))
     conditions = _merge_condition(status.conditions, condition)
+    conditions = _merge_notices(conditions, notices)
     if (
         phase == status.phase
         and running == status.running
@@ -259,6 +271,26 @@ def _podgroup_update(
         running=running,
         succeeded=succeeded,
         failed=failed,
+    )
+
+
+def _merge_notices(
+    existing: tuple[Condition, ...], notices: Sequence[Condition]
+) -> tuple[Condition, ...]:
+    """Plugins' conditions in; one of their types no longer posted turns False."""
+    merged = existing
+    for notice in notices:
+        merged = _merge_condition(list(merged), notice)
+    posted = {notice.type for notice in notices}
+    if all(
+        c.type in GANG_CONDITION_TYPES or c.type in posted or c.status != "True" for c in merged
+    ):
+        return merged
+    return tuple(
+        c
+        if c.type in GANG_CONDITION_TYPES or c.type in posted or c.status != "True"
+        else msgspec.structs.replace(c, status="False", message="", last_transition_time=None)
+        for c in merged
     )
 
 

@@ -84,6 +84,7 @@ __all__ = [
     "JOB_ORDER",
     "JOB_PIPELINED",
     "JOB_READY",
+    "JOB_RESERVED",
     "JOB_STARVING",
     "JOB_VALID",
     "NODE_ORDER",
@@ -305,6 +306,20 @@ JOB_STARVING: Hook[JobPredicateFn] = Hook(
     cheap=False,
 )
 
+JOB_RESERVED: Hook[JobPredicateFn] = Hook(
+    "job_reserved",
+    "",
+    dispatch.any_true,
+    "Does a plugin hold room for this job, which could not be placed, so that jobs behind "
+    "it may be tried without taking that room? Asked when a job of a ``fifo`` queue "
+    "(``spec.dequeueStrategy``) was not placed: without a True answer the queue stops "
+    "for the session; with one, the plugin's predicates keep the held room free. "
+    "Volcano has no such hook, hence no switch.",
+    answers=answers.BOOL,
+    mutates=False,
+    cheap=False,
+)
+
 # -- queues -----------------------------------------------------------------
 QueuePredicateFn = Callable[["QueueInfo"], bool]
 AllocatableFn = Callable[["QueueInfo", "TaskInfo"], bool]
@@ -411,6 +426,7 @@ ALL_HOOKS: tuple[Hook[Any], ...] = (
     JOB_ENQUEUEABLE,
     JOB_ENQUEUED,
     JOB_STARVING,
+    JOB_RESERVED,
     OVERUSED,
     ALLOCATABLE,
     PREEMPTIVE,

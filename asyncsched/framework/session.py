@@ -31,6 +31,7 @@ from asyncsched.framework.hooks import (
     JOB_ORDER,
     JOB_PIPELINED,
     JOB_READY,
+    JOB_RESERVED,
     JOB_STARVING,
     JOB_VALID,
     NODE_ORDER,
@@ -58,7 +59,9 @@ from asyncsched.framework.state import Slot
 from asyncsched.framework.waiting import (
     FitFailures,
     GangAttempt,
+    JobNotices,
     PodGroupConditions,
+    QueuedBehind,
     UndoneGangs,
     WithheldVictims,
 )
@@ -115,8 +118,12 @@ class Session:
         """Jobs allocate placed in part and gave back, with how far it got."""
         self.podgroup_conditions = PodGroupConditions()
         """The PodGroup condition the gang plugin settled on for each job."""
+        self.job_notices = JobNotices()
+        """Plugins' own PodGroup conditions for each job (``JobNotices``)."""
         self.withheld_victims = WithheldVictims()
         """Why victim functions kept pods from a waiting task (shown in its message)."""
+        self.queued_behind = QueuedBehind()
+        """Jobs of fifo queues held back behind a job that could not be placed."""
         self._slots: dict[Slot[Any], Any] = {}
         self._zero_scores: FloatArray | None = None
         self.evicted_from: set[str] = set()
@@ -342,6 +349,10 @@ class Session:
     def job_starving(self, job: JobInfo) -> bool:
         starving: bool = self.call(JOB_STARVING, job)
         return starving
+
+    def job_reserved(self, job: JobInfo) -> bool:
+        reserved: bool = self.call(JOB_RESERVED, job)
+        return reserved
 
     # -- queues ----------------------------------------------------------------
 

@@ -14,7 +14,15 @@ from typing import Generic, TypeVar
 from asyncsched.api import Condition
 from asyncsched.framework.results import FitErrors
 
-__all__ = ["FitFailures", "GangAttempt", "PodGroupConditions", "UndoneGangs", "WithheldVictims"]
+__all__ = [
+    "FitFailures",
+    "GangAttempt",
+    "JobNotices",
+    "PodGroupConditions",
+    "QueuedBehind",
+    "UndoneGangs",
+    "WithheldVictims",
+]
 
 T = TypeVar("T")
 
@@ -63,6 +71,43 @@ class UndoneGangs(_ByUid[GangAttempt]):
     """
 
     __slots__ = ()
+
+
+class QueuedBehind(_ByUid[str]):
+    """Jobs of a ``fifo`` queue that were not tried because a job ahead of them could not
+    be placed (or admitted): job uid -> that job's ``namespace/name``.
+
+    Written only by the actions that walk queues in order (allocate, enqueue). Read by
+    the gang plugin's pending message, so a job held back says by which job.
+    """
+
+    __slots__ = ()
+
+    def hold(self, jobs: list[str], head: str) -> None:
+        for uid in jobs:
+            self.by_uid.setdefault(uid, head)
+
+    def reason(self, job_uid: str, queue: str) -> str:
+        """Why the job was not tried, '' when it was not held back."""
+        head = self.by_uid.get(job_uid)
+        return f"queue {queue!r} is fifo: waiting behind job {head}" if head else ""
+
+
+class JobNotices(_ByUid[list[Condition]]):
+    """Conditions plugins post on a job's PodGroup beside the gang's, by job uid.
+
+    An extension point for any plugin with something to tell the job's owner (a
+    reservation held for it, a limit it is waiting on): ``post`` a condition whose type
+    is the plugin's own (not ``Scheduled`` or ``Unschedulable``) in every session it
+    holds. The session's job report writes it to the PodGroup; one of those types
+    that was True and is no longer posted turns False there, so a notice ends without
+    the plugin having to remember it.
+    """
+
+    __slots__ = ()
+
+    def post(self, job_uid: str, condition: Condition) -> None:
+        self.by_uid.setdefault(job_uid, []).append(condition)
 
 
 class PodGroupConditions(_ByUid[Condition]):

@@ -285,6 +285,14 @@ class JobInfo(Tracked):
     def key(self) -> str:
         return self.uid
 
+    def shown_name(self) -> str:
+        """``namespace/name`` as the job's owner knows it: the Volcano Job that made the
+        PodGroup when one did (its PodGroup is named after it plus a uid), else the
+        PodGroup's own name. For messages, never for lookups."""
+        owners = self.podgroup.metadata.owner_references if self.podgroup is not None else []
+        owner = next((r for r in owners if r.controller and r.kind == "Job"), None)
+        return f"{self.namespace}/{owner.name if owner is not None else self.name}"
+
     def __repr__(self) -> str:
         tasks = len(self.tasks)
         return f"Job({self.uid}, queue={self.queue}, min={self.min_available}, tasks={tasks})"

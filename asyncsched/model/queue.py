@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from asyncsched.api import Queue
+from asyncsched.api.volcano import DEQUEUE_FIFO, DEQUEUE_TRAVERSE
 from asyncsched.model.resource import Resource
 from asyncsched.model.timestamps import parse_timestamp
 
@@ -21,6 +22,7 @@ class QueueInfo:
     __slots__ = (
         "capability",
         "creation",
+        "dequeue_strategy",
         "deserved",
         "guarantee",
         "name",
@@ -47,6 +49,7 @@ class QueueInfo:
         state: str = QueueState.OPEN,
         creation: float = 0.0,
         queue: Queue | None = None,
+        dequeue_strategy: str = DEQUEUE_TRAVERSE,
     ) -> None:
         self.uid = name
         self.name = name
@@ -60,6 +63,7 @@ class QueueInfo:
         self.state = state
         self.creation = creation
         self.queue = queue
+        self.dequeue_strategy = dequeue_strategy
 
     @classmethod
     def from_queue(cls, queue: Queue) -> QueueInfo:
@@ -77,6 +81,7 @@ class QueueInfo:
             state=queue.status.state or QueueState.OPEN,
             creation=parse_timestamp(queue.metadata.creation_timestamp),
             queue=queue,
+            dequeue_strategy=spec.dequeue_strategy or DEQUEUE_TRAVERSE,
         )
 
     @classmethod
@@ -86,6 +91,10 @@ class QueueInfo:
 
     def is_open(self) -> bool:
         return self.state == QueueState.OPEN
+
+    def is_fifo(self) -> bool:
+        """Whether a head job that cannot be placed holds back the jobs behind it."""
+        return self.dequeue_strategy == DEQUEUE_FIFO
 
     def __repr__(self) -> str:
         return f"Queue({self.name}, weight={self.weight})"

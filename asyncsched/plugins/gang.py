@@ -223,6 +223,9 @@ class GangPlugin:
         invalid = self.invalid.get(job.uid)
         if attempt is None and invalid is not None:
             return invalid.message
+        behind = ssn.queued_behind.reason(job.uid, job.queue)
+        if attempt is None and behind:
+            return behind
         if attempt is None and job.is_pending():
             return _not_admitted(job)
         waiting = job.waiting_task_num()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenarios.harness import simulate
+from tests.scenarios.harness import YAML, Run, simulate
 
 
 def test_queues_weighted_one_and_three_split_the_cluster_about_one_to_three(
@@ -42,3 +42,48 @@ def test_higher_priority_class_goes_first_within_a_queue(
     assert first == {"high-0", "high-1", "high-2", "high-3"}
     later = [e for e in bound if e["name"].startswith("low-")]
     assert len(later) == 4 and all(e["time"] >= 60.0 for e in later)
+
+
+def _started(run: Run, name: str) -> float:
+    return float(min(e["time"] for e in run.of("started") if e["name"].startswith(name)))
+
+
+def test_fifo_queue_keeps_a_small_job_behind_the_gang_that_cannot_start_yet(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "queue-fifo.yaml", extra=["--until", "50"])
+    waiting = "PodGroup default/small (1 pod): queue 'strict' is fifo: waiting behind job"
+    assert f"{waiting} default/train" in run.stdout
+
+    run = simulate(capsys, tmp_path, "queue-fifo.yaml")
+    assert run.code == 0, run.stderr
+    assert _started(run, "train-") == 100.0
+    assert _started(run, "small-") == 100.0, "the small job must not pass the head of the queue"
+
+
+def test_traverse_queue_lets_the_small_job_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = (YAML / "queue-fifo.yaml").read_text()
+    traverse = tmp_path / "queue-traverse.yaml"
+    traverse.write_text(text.replace("dequeueStrategy: fifo", "dequeueStrategy: traverse"))
+    default = tmp_path / "queue-default.yaml"
+    default.write_text(text.replace("  dequeueStrategy: fifo\n", ""))
+    for variant in (traverse, default):
+        run = simulate(capsys, tmp_path, variant)
+        assert run.code == 0, run.stderr
+        assert _started(run, "small-") == 10.0
+        assert _started(run, "train-") == 100.0
+
+
+def test_unknown_dequeue_strategy_is_refused_naming_the_queue(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((YAML / "queue-fifo.yaml").read_text().replace("fifo\n", "lifo\n", 1))
+    run = simulate(capsys, tmp_path, bad)
+    assert run.code == 2
+    assert run.stderr.strip().splitlines() == [
+        f"asyncsched: error: {bad}: Queue strict: spec.dequeueStrategy 'lifo' must be one of "
+        "fifo, traverse"
+    ]

@@ -336,7 +336,8 @@ class KubeScheduler(Effects):
         entry = self.cache.jobs.get(update.job)
         if entry is None or entry.podgroup is None:
             return False
-        written = self.status.podgroup(update, entry.podgroup.status)
+        podgroup = entry.podgroup
+        written = self.status.podgroup(update, podgroup.status, podgroup.metadata.uid)
         if written is None:
             return False
         self.cache.set_podgroup_status(update.job, written)

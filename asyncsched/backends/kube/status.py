@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from asyncsched.api import Condition
-from asyncsched.api.volcano import PodGroupStatus
+from asyncsched.api.volcano import GANG_CONDITION_TYPES, PodGroupStatus
 from asyncsched.backends.kube.client import STRATEGIC_MERGE_PATCH, KubeClient, KubeError
 from asyncsched.framework.results import Nomination, PodGroupUpdate, TaskUnschedulable
 
@@ -75,8 +75,14 @@ class StatusWriter:
 
     # -- PodGroups -------------------------------------------------------------
 
-    def podgroup(self, update: PodGroupUpdate, current: PodGroupStatus) -> PodGroupStatus | None:
-        """Patch a PodGroup's status if it changed; return the new status (for the cache)."""
+    def podgroup(
+        self, update: PodGroupUpdate, current: PodGroupStatus, uid: str = ""
+    ) -> PodGroupStatus | None:
+        """Patch a PodGroup's status if it changed; return the new status (for the cache).
+
+        A plugin's own condition (``ssn.job_notices``) that turns True or False is also
+        told as an Event on the PodGroup, so ``kubectl describe`` shows when it began
+        and ended; the core's Scheduled and Unschedulable are not (the pods' events say)."""
         stamp = now_rfc3339()
         conditions = [
             c if c.last_transition_time else msgspec.structs.replace(c, last_transition_time=stamp)
@@ -97,7 +103,20 @@ class StatusWriter:
             f"/podgroups/{update.name}"
         )
         self._spawn(self._patch_podgroup(path, body))
+        self._notice_events(update, current, uid)
         return status
+
+    def _notice_events(self, update: PodGroupUpdate, current: PodGroupStatus, uid: str) -> None:
+        was = {c.type: c.status for c in current.conditions}
+        for c in update.conditions:
+            if c.type in GANG_CONDITION_TYPES or was.get(c.type, "False") == c.status:
+                continue
+            if c.status == "True":
+                reason, message = c.type, c.message or c.reason
+            else:
+                reason, message = f"{c.type}Ended", f"condition {c.type} is no longer true"
+            kind, group = "PodGroup", "scheduling.volcano.sh/v1beta1"
+            self.event(kind, update.namespace, update.name, uid, reason, message, api_version=group)
 
     async def _patch_podgroup(self, path: str, body: bytes) -> bytes:
         """Through /status where the CRD has that subresource, else the object itself.

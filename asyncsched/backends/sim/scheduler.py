@@ -65,6 +65,8 @@ class SimScheduler(Effects):
         """Whether the last session's decisions changed the cluster."""
         self.config_errors: list[str] = []
         self.reasons: dict[str, str] = {}
+        self.plugin_failures: list[PluginFailure] = []
+        """Every plugin callback that raised (the session went on without it)."""
         """The last reason given for each pod it could not place, by key."""
         store.watch((Pod,), self._pod)
         store.watch((Node,), self._node)
@@ -149,7 +151,7 @@ class SimScheduler(Effects):
         if reload.error:
             self.config_errors.append(reload.error)
         self.sessions += 1
-        snapshot = self.cache.snapshot(now=now)
+        snapshot = self.cache.snapshot(now=EPOCH + now)  # the clock the objects carry
         result, _ = run_session(snapshot, self.config.current, uid=f"session-{self.sessions}")
         self.changed = carry_out(result, self)
         return result
@@ -157,6 +159,7 @@ class SimScheduler(Effects):
     # -- the effects of a session (framework.effects.Effects) ---------------------------
 
     def plugin_failed(self, failure: PluginFailure) -> None:
+        self.plugin_failures.append(failure)
         log.error("plugin %s failed in %s: %s", failure.plugin, failure.hook, failure.error)
 
     def bind(self, bind: Bind) -> bool:
@@ -254,7 +257,7 @@ class SimScheduler(Effects):
         """Why each of these pending pods (and PodGroups, by ``namespace/name``) waits now,
         from a session where nothing is placed: the first check that stops it (see
         ``waiting_reason``)."""
-        ssn = open_session(self.cache.snapshot(now=now), self.config.current, "explain")
+        ssn = open_session(self.cache.snapshot(now=EPOCH + now), self.config.current, "explain")
         found = {}
         for key in keys:
             job = ssn.jobs.get(self.cache.tasks[key].job) if key in self.cache.tasks else None

@@ -26,6 +26,7 @@ import msgspec
 from asyncsched.api import GROUP_NAME_ANNOTATION, Pod, PodGroup, PriorityClass
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.volcano import GANG_CONDITION_TYPES
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim.agenda import Agenda
 from asyncsched.backends.sim.disruption import DisruptionController
@@ -278,10 +279,16 @@ class Simulation:
         asked = self.scheduler.explain(unexplained, empty, self.now) if unexplained or empty else {}
         stuck = []
         for (kind, name), keys in groups.items():
+            notices = ""
             if kind == "PodGroup":
-                kind, name = shown_as(self.store.get(PodGroup, name), name)
+                pg = self.store.get(PodGroup, name)
+                notices = _notices(pg)
+                kind, name = shown_as(pg, name)
             known = next((reasons[k] for k in sorted(keys) if k in reasons), "")
-            stuck.append(Stuck(kind, name, len(keys), known or asked.get(min(keys), "")))
+            why = known or asked.get(min(keys), "")
+            if notices:
+                why = f"{why}{' ' if why.endswith('.') else '; '}{notices}"
+            stuck.append(Stuck(kind, name, len(keys), why))
         for key in empty:
             kind, name = shown_as(self.store.get(PodGroup, key), key)
             stuck.append(Stuck(kind, name, 0, asked[key]))
@@ -329,3 +336,15 @@ class Simulation:
 
 def _count(n: int, one: str, many: str = "") -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _notices(pg: PodGroup | None) -> str:
+    """What plugins say about a waiting group beyond why it waits (their own PodGroup
+    conditions, such as antistarvation's Reserved), as ``Type: message``."""
+    if pg is None:
+        return ""
+    return "; ".join(
+        f"{c.type}: {c.message}"
+        for c in pg.status.conditions
+        if c.status == "True" and c.type not in GANG_CONDITION_TYPES and c.message
+    )

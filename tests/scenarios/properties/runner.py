@@ -101,6 +101,9 @@ def _simulate(
         outcome = sim.run(until=horizon)
     if checker is not None:
         checker.finish(outcome)
+        for failure in sim.scheduler.plugin_failures[:1]:
+            detail = f"failed in {failure.hook}: {failure.error}"
+            raise Violation(sim.now, "plugins never fail", f"plugin {failure.plugin}", detail)
     return Run(outcome, b"".join(lines))
 
 

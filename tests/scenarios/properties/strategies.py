@@ -148,6 +148,8 @@ def _queue(draw: st.DrawFn, name: str, parents: dict[str, dict[str, str]]) -> di
             spec["guarantee"] = {"resource": guarantee}
         if not deserved:
             del spec["deserved"]
+    if draw(st.integers(0, 3)) == 0:
+        spec["dequeueStrategy"] = draw(st.sampled_from(("fifo", "traverse")))
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",

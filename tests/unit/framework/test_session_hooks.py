@@ -105,6 +105,7 @@ SAMPLES = [
     ),
     Sample(h.JOB_ENQUEUED, "job_enqueued", lambda s: (_job(s),), lambda s: None, lambda s: None),
     Sample(h.JOB_STARVING, "job_starving", lambda s: (_job(s),), lambda s: True, lambda s: True),
+    Sample(h.JOB_RESERVED, "job_reserved", lambda s: (_job(s),), lambda s: True, lambda s: True),
     Sample(h.OVERUSED, "overused", lambda s: (_queue(s),), lambda s: True, lambda s: True),
     Sample(
         h.ALLOCATABLE,

@@ -343,3 +343,78 @@ async def test_metrics_health_endpoints_and_clean_sigterm(bed: Bed) -> None:
         assert binds and float(binds[0].split()[-1]) >= 1, metrics[:2000]
     finally:
         assert scheduler.terminate() == 0, "SIGTERM ends the scheduler cleanly"
+
+
+async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed: Bed) -> None:
+    """The plugin package, installed by the test command, named in the ConfigMap: a large
+    gang that cannot start gets a reservation its PodGroup shows; small pods stay off the
+    held nodes; taking the plugin out frees them and ends the condition."""
+    path = f"/api/v1/namespaces/{NAMESPACE}/configmaps/asyncsched-scheduler-config"
+    shipped = (ROOT / "config" / "scheduler.yaml").read_text()
+    with_plugin = shipped + (
+        "  - name: antistarvation\n"
+        "    arguments:\n"
+        "      antistarvation.waitingThreshold: 1s\n"
+        "      antistarvation.largeClusterShare: 0.25\n"
+    )
+
+    async def configure(text: str) -> None:
+        patch = {"data": {"scheduler.yaml": text}}
+        await request(bed.kube.api, "PATCH", path, patch, "application/merge-patch+json")
+
+    await configure(with_plugin)
+    scheduler = bed.scheduler()
+    try:
+        # One 20-cpu filler per 32-cpu node (they run for ever), then a gang of two pods that
+        # each need a whole node: it cannot start while the fillers run.
+        fillers = {f"filler-{i}" for i in range(len(bed.nodes))}
+        await bed.submit(*(bed.pod(name, cpu="20") for name in sorted(fillers)))
+        await bed.wait_bound(fillers)
+        await bed.submit(
+            bed.podgroup("big", 2), *(bed.pod(f"big-{i}", group="big", cpu="32") for i in range(2))
+        )
+
+        async def reserved() -> bool:
+            conditions = (await bed.podgroup_status("big")).get("conditions", [])
+            return any(c["type"] == "Reserved" and c["status"] == "True" for c in conditions)
+
+        await wait_for(reserved, 30, "a Reserved condition on PodGroup big")
+        status = await bed.podgroup_status("big")
+        notice = next(c for c in status["conditions"] if c["type"] == "Reserved")
+        assert notice["reason"] == "Starving"
+        held = re.findall(rf"{bed.label}-\S+?(?=,| for)", notice["message"])
+        assert len(held) == 2, notice["message"]
+        events = [e for e in await bed.events_for("big") if e["reason"] == "Reserved"]
+        assert events and events[0]["involvedObject"]["kind"] == "PodGroup"
+
+        # 12-cpu pods fit beside any filler; only the nodes not held take them.
+        small = {f"small-{i}" for i in range(len(bed.nodes))}
+        await bed.submit(*(bed.pod(name, cpu="12") for name in sorted(small)))
+        free = len(bed.nodes) - 2
+        await asyncio.sleep(3)
+        placed = await bed.placements()
+        on = {name: placed[name] for name in small if placed[name]}
+        assert len(on) == free, placed
+        assert not set(on.values()) & set(held), (on, held)
+        waiting = sorted(small - set(on))
+        message = next(
+            e["message"]
+            for e in await bed.events_for(waiting[0])
+            if e["reason"] == "FailedScheduling"
+        )
+        assert "node(s) reserved for starving job" in message, message
+
+        # Out of the configuration: the held nodes take the small pods and the notice ends.
+        await configure(shipped)
+        await bed.wait_bound(small, timeout=30)
+
+        async def ended() -> bool:
+            conditions = (await bed.podgroup_status("big")).get("conditions", [])
+            return any(c["type"] == "Reserved" and c["status"] == "False" for c in conditions)
+
+        await wait_for(ended, 30, "the Reserved condition to turn False")
+        assert any(e["reason"] == "ReservedEnded" for e in await bed.events_for("big"))
+        assert scheduler.alive()
+    finally:
+        scheduler.terminate()
+        await configure(shipped)

@@ -6,6 +6,8 @@ where a taint forbids, which other invariants forbid); priority, conformance, pd
 first tier, where victims are decided), drf and nodeorder come and go; the queue shares
 are kept by proportion (sometimes in the first tier, as in Volcano's reclaim tests), by
 capacity (flat, or over the queue tree with ``enableHierarchy``), or by neither.
+One in three has the antistarvation package's plugin (installed by the test command) with
+thresholds short enough to hold reservations in a generated run.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def evicting_configs(draw: st.DrawFn) -> str:
         first.append(share)
     elif share:
         second.append(share)
+    if draw(st.integers(0, 2)) == 0:
+        second.append("antistarvation")
     first = draw(st.permutations(first))
     lines = [f'actions: "{draw(st.sampled_from(ACTIONS))}"', "tiers:"]
     for tier in (first, second):
@@ -41,6 +45,15 @@ def evicting_configs(draw: st.DrawFn) -> str:
         for name in tier:
             if name == "capacity-tree":
                 lines += ["  - name: capacity", "    enableHierarchy: true"]
+            elif name == "antistarvation":
+                # Short enough for the generated workloads' few minutes to see reservations.
+                lines += [
+                    "  - name: antistarvation",
+                    "    arguments:",
+                    "      antistarvation.waitingThreshold: 20s",
+                    "      antistarvation.largeClusterShare: 0.1",
+                    "      antistarvation.maxHold: 3m",
+                ]
             else:
                 lines.append(f"  - name: {name}")
     return "\n".join(lines) + "\n"

@@ -70,7 +70,10 @@ def load_configuration(
         builder = registry.plugins.get(name)
         if builder is None:
             known = ", ".join(sorted(registry.plugins))
-            raise ConfigError(f"{source}: unknown plugin {name!r} (known: {known})")
+            raise ConfigError(
+                f"{source}: unknown plugin {name!r} (known: {known}; a plugin package's "
+                "plugins are known once the package is pip-installed)"
+            )
         option = next(p for t in configuration.tiers for p in t.plugins if p.name == name)
         args = Arguments(option.arguments, owner=f"plugin {name}")
         try:

@@ -12,6 +12,7 @@ __all__ = [
     "FitErrors",
     "Nomination",
     "PluginFailure",
+    "PluginGauge",
     "PodGroupUpdate",
     "SessionResult",
     "TaskUnschedulable",
@@ -78,6 +79,16 @@ class PluginFailure:
     error: str
 
 
+@dataclass(frozen=True)
+class PluginGauge:
+    """One figure a plugin reports for this session (``Session.report_gauge``)."""
+
+    name: str
+    help: str
+    labels: tuple[tuple[str, str], ...]
+    value: float
+
+
 @dataclass
 class FitErrors:
     """Why a task fits on no node: how many nodes failed for each reason.
@@ -126,3 +137,5 @@ class SessionResult:
     eviction_transactions: dict[str, int] = field(default_factory=dict)
     """Per action, committed decisions that evicted at least one pod
     (``volcano_eviction_transactions_total{action}``)."""
+    plugin_gauges: list[PluginGauge] = field(default_factory=list)
+    """What plugins reported with ``Session.report_gauge``, in the order they did."""

@@ -54,7 +54,7 @@ from asyncsched.framework.hooks import (
 )
 from asyncsched.framework.orderkeys import KeyOrder, live_before, tuple_key
 from asyncsched.framework.plugin import Plugin
-from asyncsched.framework.results import PluginFailure, SessionResult
+from asyncsched.framework.results import PluginFailure, PluginGauge, SessionResult
 from asyncsched.framework.state import Slot
 from asyncsched.framework.waiting import (
     FitFailures,
@@ -353,6 +353,16 @@ class Session:
     def job_reserved(self, job: JobInfo) -> bool:
         reserved: bool = self.call(JOB_RESERVED, job)
         return reserved
+
+    # -- what plugins report -------------------------------------------------------
+
+    def report_gauge(self, name: str, help: str, value: float, **labels: str) -> None:
+        """A figure a plugin wants watched, for this session: the kube backend exposes it as
+        a Prometheus gauge (``name`` should start ``asyncsched_<plugin>_``), and a series
+        (a set of label values) not reported again in a later session is removed, so what
+        a plugin stops holding stops showing."""
+        gauge = PluginGauge(name, help, tuple(sorted(labels.items())), float(value))
+        self.result.plugin_gauges.append(gauge)
 
     # -- queues ----------------------------------------------------------------
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
+import urllib.request
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -355,7 +357,7 @@ async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed:
         "  - name: antistarvation\n"
         "    arguments:\n"
         "      antistarvation.waitingThreshold: 1s\n"
-        "      antistarvation.largeClusterShare: 0.25\n"
+        "      antistarvation.largeResources: {cpu: 64}\n"  # other tests' nodes may be up
     )
 
     async def configure(text: str) -> None:
@@ -363,7 +365,20 @@ async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed:
         await request(bed.kube.api, "PATCH", path, patch, "application/merge-patch+json")
 
     await configure(with_plugin)
-    scheduler = bed.scheduler()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    scheduler = bed.scheduler(
+        "replica-a", "--metrics-host", "127.0.0.1", "--metrics-port", str(port)
+    )
+
+    def held_cpu() -> list[str]:
+        url = f"http://127.0.0.1:{port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            text: str = answer.read().decode()
+        gauge = 'asyncsched_antistarvation_reserved{queue_name="default",resource="cpu"}'
+        return [line.split()[-1] for line in text.splitlines() if line.startswith(gauge)]
+
     try:
         # One 20-cpu filler per 32-cpu node (they run for ever), then a gang of two pods that
         # each need a whole node: it cannot start while the fillers run.
@@ -386,6 +401,7 @@ async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed:
         assert len(held) == 2, notice["message"]
         events = [e for e in await bed.events_for("big") if e["reason"] == "Reserved"]
         assert events and events[0]["involvedObject"]["kind"] == "PodGroup"
+        assert await asyncio.to_thread(held_cpu) == ["64.0"], "two whole 32-cpu nodes"
 
         # 12-cpu pods fit beside any filler; only the nodes not held take them.
         small = {f"small-{i}" for i in range(len(bed.nodes))}
@@ -414,6 +430,7 @@ async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed:
 
         await wait_for(ended, 30, "the Reserved condition to turn False")
         assert any(e["reason"] == "ReservedEnded" for e in await bed.events_for("big"))
+        assert await asyncio.to_thread(held_cpu) == [], "the series goes with the reservation"
         assert scheduler.alive()
     finally:
         scheduler.terminate()

@@ -6,6 +6,7 @@ Each scheduler has its own registry, so several can live in one process
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Protocol
 
@@ -13,8 +14,11 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from asyncsched.framework import SessionResult
+from asyncsched.framework.results import PluginGauge
 
 __all__ = ["Exposition", "Metrics", "serve_http"]
+
+log = logging.getLogger(__name__)
 
 
 class Exposition(Protocol):
@@ -76,14 +80,61 @@ class Metrics:
             registry=r,
         )
 
+        self._plugin_gauges: dict[str, tuple[Gauge, tuple[str, ...]]] = {}
+        self._plugin_series: dict[str, set[tuple[str, ...]]] = {}
+        self._refused: set[str] = set()
+
     def observe_session(self, result: SessionResult) -> None:
-        """The eviction figures the core counted in one session."""
+        """The eviction figures the core counted in one session, and the plugins' gauges."""
         if result.preemption_victims is not None:
             self.preemption_victims.set(result.preemption_victims)
         if result.preemption_attempts:
             self.preemption_attempts.inc(result.preemption_attempts)
         for action, count in result.eviction_transactions.items():
             self.eviction_transactions.labels(action).inc(count)
+        self._observe_plugin_gauges(result.plugin_gauges)
+
+    def _observe_plugin_gauges(self, reported: list[PluginGauge]) -> None:
+        """Set what was reported; remove the series of earlier sessions not reported now."""
+        seen: dict[str, set[tuple[str, ...]]] = {}
+        for figure in reported:
+            names = tuple(key for key, _ in figure.labels)
+            gauge = self._plugin_gauge(figure, names)
+            if gauge is None:
+                continue
+            values = tuple(value for _, value in figure.labels)
+            if names:
+                gauge.labels(*values).set(figure.value)
+            else:
+                gauge.set(figure.value)
+            seen.setdefault(figure.name, set()).add(values)
+        for name, series in self._plugin_series.items():
+            gauge, names = self._plugin_gauges[name]
+            for values in series - seen.get(name, set()):
+                if names:
+                    gauge.remove(*values)
+                else:
+                    gauge.set(0)  # a gauge without labels cannot vanish
+        self._plugin_series = seen
+
+    def _plugin_gauge(self, figure: PluginGauge, names: tuple[str, ...]) -> Gauge | None:
+        known = self._plugin_gauges.get(figure.name)
+        if known is not None:
+            if known[1] == names:
+                return known[0]
+            problem = f"labels {list(names)} where it first had {list(known[1])}"
+        else:
+            try:
+                gauge = Gauge(figure.name, figure.help, list(names), registry=self.registry)
+            except ValueError as exc:  # a bad or taken name, bad label names
+                problem = str(exc)
+            else:
+                self._plugin_gauges[figure.name] = (gauge, names)
+                return gauge
+        if figure.name not in self._refused:
+            self._refused.add(figure.name)
+            log.warning("plugin gauge %s not exported: %s", figure.name, problem)
+        return None
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -12,7 +12,8 @@ or is deleted: the plugin keeps nothing between sessions.
 
 It uses only the public session API: the ``predicate`` hook keeps pods off held
 room, ``job_reserved`` lets a ``fifo`` queue go on past a held job, and
-``ssn.job_notices`` puts a ``Reserved`` condition on the job's PodGroup.
+``ssn.job_notices`` puts a ``Reserved`` condition on the job's PodGroup, and
+``ssn.report_gauge`` exports what is held per queue.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from asyncsched_antistarvation.reservation import NodeBook, Plan, plan_reservati
 from asyncsched_antistarvation.runtime import expected_end, runtime
 from asyncsched_antistarvation.settings import Settings
 
-__all__ = ["RESERVED_CONDITION", "STARVING_REASON", "AntiStarvation"]
+__all__ = ["RESERVED_CONDITION", "RESERVED_GAUGE", "STARVING_REASON", "AntiStarvation"]
 
 RESERVED_CONDITION = "Reserved"
+RESERVED_GAUGE = "asyncsched_antistarvation_reserved"
 STARVING_REASON = "Starving"
 
 
@@ -80,7 +82,24 @@ class AntiStarvation:
                     transition_id=ssn.uid,
                 ),
             )
+        self._report_held(ssn)
         self._ssn = None
+
+    def _report_held(self, ssn: Session) -> None:
+        """``asyncsched_antistarvation_reserved{queue_name, resource}``: what is held for
+        the starving jobs of each queue (cpu in cores, the rest in their base units)."""
+        by_queue: dict[str, Resource] = {}
+        for job, plan in self.plans.values():
+            by_queue[job.queue] = by_queue.get(job.queue, Resource()) + plan.total()
+        for queue, held in sorted(by_queue.items()):
+            for resource, amount in sorted(held.items()):
+                ssn.report_gauge(
+                    RESERVED_GAUGE,
+                    "Resources held by antistarvation for the starving jobs of a queue",
+                    amount / 1000 if resource == "cpu" else amount,
+                    queue_name=queue,
+                    resource=resource,
+                )
 
     # -- hooks -------------------------------------------------------------------------
 

@@ -44,7 +44,8 @@ class Settings:
     waiting_threshold: float = 1800.0
     """Seconds a job waits (since its PodGroup was created) before it may be starving."""
     large_cluster_share: float = 0.25
-    """A job is large when it asks for this share of the cluster in some resource."""
+    """A job is large when it asks for this share of the cluster in some resource (0: not
+    asked; the default holds only when neither of the other two tests is named)."""
     large_queue_share: float = 0.0
     """... or this share of its queue's capability (0: not asked)."""
     large_resources: Resource = field(default_factory=Resource)
@@ -58,20 +59,43 @@ class Settings:
 
     @classmethod
     def from_arguments(cls, arguments: Arguments) -> Settings:
+        known = [PREFIX + key for key in _KNOWN]
+        given: list[str] = arguments.keys()
+        unknown = [key for key in given if key not in known]
+        if unknown:
+            raise ArgumentError(
+                f"plugin antistarvation: unknown argument {unknown[0]!r} "
+                f"(known: {', '.join(known)})"
+            )
         defaults = cls()
+        threshold = _duration(arguments, "waitingThreshold", defaults.waiting_threshold)
+        if threshold <= 0:
+            raw = arguments.raw(PREFIX + "waitingThreshold")
+            raise _fail("waitingThreshold", raw, "a duration above 0")
+        # The cluster share is the default test of largeness only when no other is named.
+        named = any(PREFIX + key in arguments for key in ("largeQueueShare", "largeResources"))
         return cls(
-            waiting_threshold=_duration(arguments, "waitingThreshold", defaults.waiting_threshold),
+            waiting_threshold=threshold,
             large_cluster_share=_share(
-                arguments, "largeClusterShare", defaults.large_cluster_share
+                arguments, "largeClusterShare", 0.0 if named else defaults.large_cluster_share
             ),
             large_queue_share=_share(arguments, "largeQueueShare", defaults.large_queue_share),
             large_resources=_resources(arguments, "largeResources"),
             min_priority=arguments.get_int(PREFIX + "minPriority", defaults.min_priority),
-            max_reserved_share=_share(
-                arguments, "maxReservedShare", defaults.max_reserved_share, zero=False
-            ),
+            max_reserved_share=_share(arguments, "maxReservedShare", defaults.max_reserved_share),
             max_hold=_duration(arguments, "maxHold", defaults.max_hold),
         )
+
+
+_KNOWN = (
+    "waitingThreshold",
+    "largeClusterShare",
+    "largeQueueShare",
+    "largeResources",
+    "minPriority",
+    "maxReservedShare",
+    "maxHold",
+)
 
 
 def _fail(key: str, value: object, wanted: str) -> ArgumentError:
@@ -90,7 +114,7 @@ def _duration(arguments: Arguments, key: str, default: float) -> float:
         raise _fail(key, value, "a duration such as 30m or 1h30m") from None
 
 
-def _share(arguments: Arguments, key: str, default: float, zero: bool = True) -> float:
+def _share(arguments: Arguments, key: str, default: float) -> float:
     value = arguments.raw(PREFIX + key)
     if value is None:
         return default
@@ -98,9 +122,8 @@ def _share(arguments: Arguments, key: str, default: float, zero: bool = True) ->
         share = float(str(value))
     except ValueError:
         share = math.nan
-    low_ok = share >= 0 if zero else share > 0
-    if isinstance(value, bool) or not (low_ok and share <= 1):
-        raise _fail(key, value, "a share from 0 to 1" if zero else "a share above 0, at most 1")
+    if isinstance(value, bool) or not 0 < share <= 1:
+        raise _fail(key, value, "a share above 0, at most 1")
     return share
 
 

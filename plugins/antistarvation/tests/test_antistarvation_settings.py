@@ -59,9 +59,12 @@ def test_every_argument_is_read() -> None:
     [
         ("waitingThreshold", "soon", "a duration such as 30m or 1h30m"),
         ("maxHold", -1, "a duration"),
-        ("largeClusterShare", 1.5, "a share from 0 to 1"),
-        ("largeQueueShare", "half", "a share from 0 to 1"),
-        ("maxReservedShare", 0, "a share above 0, at most 1"),
+        ("waitingThreshold", "0", "a duration above 0"),
+        ("waitingThreshold", "0m", "a duration above 0"),
+        ("largeClusterShare", 1.5, "a share above 0, at most 1"),
+        ("largeClusterShare", 0, "a share above 0, at most 1"),
+        ("largeQueueShare", "half", "a share above 0, at most 1"),
+        ("maxReservedShare", -0.5, "a share above 0, at most 1"),
         ("largeResources", "8 gpus", "a map of resource names to quantities"),
         ("largeResources", {"nvidia.com/gpu": "lots"}, "a map of resource names"),
         ("largeResources", {"nvidia.com/gpu": 0}, "positive quantities"),
@@ -78,3 +81,23 @@ def test_a_bad_argument_fails_in_one_line_naming_plugin_and_argument(
     assert "\n" not in message
     assert message.startswith(f"plugin antistarvation: argument 'antistarvation.{key}'")
     assert wanted in message
+
+
+@pytest.mark.parametrize("key", ["antistarvation.waitingTreshold", "waitingThreshold", "weight"])
+def test_an_unknown_argument_is_refused_naming_it_and_the_known_ones(key: str) -> None:
+    with pytest.raises(ArgumentError) as raised:
+        Settings.from_arguments(Arguments({key: "10m"}))
+    message = str(raised.value)
+    assert message.startswith(f"plugin antistarvation: unknown argument {key!r} (known: ")
+    assert "antistarvation.waitingThreshold" in message and "\n" not in message
+
+
+def test_naming_another_test_of_largeness_turns_the_default_cluster_share_off() -> None:
+    by_gpus = Settings.from_arguments(
+        Arguments({"antistarvation.largeResources": {"nvidia.com/gpu": 8}})
+    )
+    assert by_gpus.large_cluster_share == 0.0
+    both = Arguments(
+        {"antistarvation.largeQueueShare": 0.5, "antistarvation.largeClusterShare": 0.3}
+    )
+    assert Settings.from_arguments(both).large_cluster_share == 0.3

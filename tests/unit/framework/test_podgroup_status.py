@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from asyncsched.api import Condition
-from asyncsched.framework.cycle import SCHEDULED, UNSCHEDULABLE, _merge_condition
+from asyncsched.framework.cycle import SCHEDULED, UNSCHEDULABLE, _merge_condition, _merge_notices
 
 
 def test_a_scheduled_gang_is_no_longer_marked_unschedulable() -> None:
@@ -19,3 +19,23 @@ def test_a_new_reason_replaces_the_old_one_of_the_same_type() -> None:
     new = Condition(type=UNSCHEDULABLE, status="True", message="2/3 fit")
     assert _merge_condition([old], new) == (new,)
     assert _merge_condition([old], None) == (old,)
+
+
+def test_a_plugins_notice_is_added_beside_the_gangs_condition_and_kept_while_posted() -> None:
+    gang = Condition(type=UNSCHEDULABLE, status="True", message="0/2 fit")
+    notice = Condition(type="Reserved", status="True", reason="Starving", message="holding a")
+    merged = _merge_notices((gang,), [notice])
+    assert merged == (gang, notice)
+    again = Condition(type="Reserved", status="True", reason="Starving", message="holding a")
+    assert _merge_notices(merged, [again]) == merged, "no transition: the old one is kept"
+
+
+def test_a_notice_no_longer_posted_turns_false_and_the_gangs_conditions_stay() -> None:
+    gang = Condition(type=UNSCHEDULABLE, status="True", message="0/2 fit")
+    notice = Condition(type="Reserved", status="True", reason="Starving", message="holding a")
+    merged = {c.type: c for c in _merge_notices((gang, notice), [])}
+    assert merged[UNSCHEDULABLE] == gang
+    assert merged["Reserved"].status == "False" and merged["Reserved"].message == ""
+    assert merged["Reserved"].reason == "Starving"
+    ended = (gang, merged["Reserved"])
+    assert _merge_notices(ended, []) == ended, "a notice already False is left alone"

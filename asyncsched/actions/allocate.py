@@ -20,21 +20,26 @@ session once a job of it could not be placed, so no later job overtakes it;
 unless a plugin holds room for that job (``job_reserved``, e.g. the
 antistarvation package), whose predicates then keep the later jobs out of it.
 
-Not yet here: network-topology (hypernode) placement and sub-job policies,
-which Volcano routes through a separate per-hypernode search; the seam is
-``find_node``'s ``extra_failures``, which can confine a task to one hypernode.
+A job with ``networkTopology`` is tried in HyperNodes, lowest tier first, each trial
+undone, and placed in the best-scoring HyperNode that holds the whole gang
+(``asyncsched.actions.hypernode_search``); ``find_node``'s ``extra_failures`` confine
+its tasks there. Not yet here: sub-job policies (``partitionPolicy``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from asyncsched.actions.hypernode_search import confine, search
 from asyncsched.actions.placement import find_node, share_failure
 from asyncsched.actions.walk import Walk, ordered_tasks
 from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
+from asyncsched.framework.hooks import BoolArray
 from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from asyncsched.model.hypernodes import HyperNodeInfo, TopologyLimit, topology_limit
 from asyncsched.model.status import READY
 
 __all__ = ["AllocateAction"]
@@ -111,27 +116,76 @@ class _Allocation:
     ) -> Statement | None:
         """Place tasks until the job is ready; the statement, or None once undone."""
         ssn = self.ssn
+        if job.network_topology is not None:
+            limit = topology_limit(job.network_topology, ssn.hypernodes)
+            if limit is not None and (limit.problem or ssn.hypernodes.has_topology):
+                return self._allocate_by_topology(job, queue, tasks, limit)
+        trial = self._try(job, queue, tasks, self.failed_roles.setdefault(job.uid, {}))
+        return self._settle(job, trial)
+
+    def _allocate_by_topology(
+        self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo], limit: TopologyLimit
+    ) -> Statement | None:
+        """Try the gang in each candidate HyperNode of the lowest tier first; place it in
+        the best-scoring one that holds it whole (``asyncsched.actions.hypernode_search``).
+        A job already whole grows only where a trial places at least one more task."""
+        ssn = self.ssn
+        found = search(ssn, job, limit)
+        extending = job.ready_task_num() >= job.min_available
+        closest: _Trial | None = None
+        for gradient in found.gradients:
+            winners: list[tuple[float, int, HyperNodeInfo]] = []
+            for i, hn in enumerate(gradient):
+                trial = self._try(job, queue, deque(tasks), {}, confine(ssn, hn))
+                trial.stmt.discard()
+                if trial.kept and (trial.placed or not extending):
+                    winners.append((ssn.hypernode_score(job, hn), -i, hn))
+                elif not trial.kept and (closest is None or trial.placed > closest.placed):
+                    closest = trial
+            if winners:
+                chosen = max(winners, key=lambda w: (w[0], w[1]))[2]
+                return self._settle(job, self._try(job, queue, tasks, {}, confine(ssn, chosen)))
+        tasks.clear()  # nothing more fits within the limit this session
+        if extending:
+            return Statement(ssn)  # whole already: nothing to undo, nothing to report
+        if closest is not None:
+            return self._settle(
+                job, closest, f" within one HyperNode of tier {limit.tier} or lower"
+            )
+        why = f" ({found.why_none})"
+        ssn.undone_gangs.record(
+            job.uid, GangAttempt(job.ready_task_num(), job.min_available, None, why)
+        )
+        return None
+
+    def _try(
+        self,
+        job: JobInfo,
+        queue: QueueInfo,
+        tasks: deque[TaskInfo],
+        failed_roles: dict[str, FitErrors | None],
+        confined: list[tuple[str, BoolArray]] | None = None,
+    ) -> _Trial:
+        """Place the job's tasks (on the ``confined`` nodes only) until it is ready."""
+        ssn = self.ssn
         stmt = Statement(ssn)
-        ready_before = job.ready_task_num()
-        failed_roles = self.failed_roles.setdefault(job.uid, {})
-        first_errors: FitErrors | None = None
-        refused: TaskInfo | None = None
+        trial = _Trial(stmt, job.ready_task_num(), confined or [])
         while tasks:
             task = tasks.popleft()
             if not ssn.allocatable(queue, task):
                 log.debug("queue %s may not take task %s now", queue.name, task.key)
-                refused = refused or task
+                trial.refused = trial.refused or task
                 continue
             if task.role and task.role in failed_roles:
                 known = failed_roles[task.role]
                 if known is not None:
                     share_failure(ssn, task, known)
-                first_errors = first_errors or known
+                trial.first_errors = trial.first_errors or known
                 continue
-            placement = find_node(ssn, task)
+            placement = find_node(ssn, task, extra_failures=trial.confined)
             if placement is None:
                 errors = ssn.fit_failures.get(task.uid)
-                first_errors = first_errors or errors
+                trial.first_errors = trial.first_errors or errors
                 failed_roles.setdefault(task.role, errors)
                 if _need_continue(job, failed_roles):
                     continue
@@ -143,23 +197,38 @@ class _Allocation:
             if ssn.job_ready(job):
                 break
 
+        trial.placed = len(stmt)
         if ssn.job_ready(job):
-            missing = self._place_best_effort_members(job, stmt)
-            if missing is None:
-                return stmt
-            first_errors = first_errors or missing
-        elif ssn.job_pipelined(job):
-            return stmt
-        if first_errors is None and refused is not None and find_node(ssn, refused) is None:
+            missing = self._place_best_effort_members(job, stmt, trial.confined)
+            trial.kept = missing is None
+            trial.first_errors = trial.first_errors or missing
+        else:
+            trial.kept = ssn.job_pipelined(job)
+        return trial
+
+    def _settle(self, job: JobInfo, trial: _Trial, where: str = "") -> Statement | None:
+        """The trial's statement if it holds the gang; else undo it and remember how far
+        it got (the gang's pending reason)."""
+        ssn = self.ssn
+        if trial.kept:
+            return trial.stmt
+        first_errors = trial.first_errors
+        refused = trial.refused
+        if (
+            first_errors is None
+            and refused is not None
+            and find_node(ssn, refused, extra_failures=trial.confined) is None
+        ):
             first_errors = ssn.fit_failures.get(refused.uid)
-        attempt = GangAttempt(
-            fitted=ready_before + len(stmt), needed=job.min_available, fit_errors=first_errors
-        )
+        fitted = trial.ready_before + trial.placed
+        attempt = GangAttempt(fitted, job.min_available, first_errors, where)
         ssn.undone_gangs.record(job.uid, attempt)
-        stmt.discard()
+        trial.stmt.discard()
         return None
 
-    def _place_best_effort_members(self, job: JobInfo, stmt: Statement) -> FitErrors | None:
+    def _place_best_effort_members(
+        self, job: JobInfo, stmt: Statement, confined: list[tuple[str, BoolArray]]
+    ) -> FitErrors | None:
         """Place the pending BestEffort members a gang counts as ready (as Volcano's gang
         does) until minAvailable members really hold a node; None when they do, else why
         one of them fits nowhere. Volcano leaves them to backfill, and a gang whose
@@ -173,11 +242,27 @@ class _Allocation:
         for task in members:
             if job.n_ready >= job.min_available:
                 return None
-            placement = find_node(ssn, task)
+            placement = find_node(ssn, task, extra_failures=confined)
             if placement is None or not placement.fits_idle:
                 return ssn.fit_failures.get(task.uid) or FitErrors(len(ssn.node_list))
             stmt.allocate(task, placement.node)
         return None if job.n_ready >= job.min_available else FitErrors(len(ssn.node_list))
+
+
+@dataclass
+class _Trial:
+    """One attempt at placing a job, kept or not."""
+
+    stmt: Statement
+    ready_before: int
+    confined: list[tuple[str, BoolArray]]
+    placed: int = 0
+    """Tasks the trial placed (before any undo)."""
+    kept: bool = False
+    """The gang is whole (or waits only for resources being released): keep the statement."""
+    first_errors: FitErrors | None = None
+    refused: TaskInfo | None = None
+    """The first task the queue would not take."""
 
 
 def _need_continue(job: JobInfo, failed_roles: dict[str, Any]) -> bool:

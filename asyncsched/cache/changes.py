@@ -36,11 +36,16 @@ class Changes:
     """Priorities or the set of queues changed: every task and job is copied again."""
     budgets: bool = True
     """A PodDisruptionBudget was added, changed or removed: the budgets are made anew."""
+    hypernodes: bool = True
+    """A HyperNode was added, changed or removed: the network tree is built anew (also
+    when nodes come, go or change labels)."""
 
     @staticmethod
     def cleared() -> Changes:
         """Nothing changed yet (after a snapshot)."""
-        return Changes(node_set=False, node_objects=False, everything=False, budgets=False)
+        return Changes(
+            node_set=False, node_objects=False, everything=False, budgets=False, hypernodes=False
+        )
 
     def task(self, task: TaskInfo) -> None:
         """A task changed: it, its job and the node it sits on are copied again."""

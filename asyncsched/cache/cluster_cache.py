@@ -12,6 +12,7 @@ import msgspec
 from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.queue_rules import queue_problems
+from asyncsched.api.topology import HyperNode
 from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.cache.changes import Changes, JobEntry
 from asyncsched.cache.snapshots import QUEUE_NAME_ANNOTATION, Snapshots
@@ -50,6 +51,7 @@ class ClusterCache:
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.disruption_budgets: dict[str, PodDisruptionBudget] = {}
+        self.hypernodes: dict[str, HyperNode] = {}
         """By ``namespace/name``."""
         self.pods: dict[str, Pod] = {}
         self.generation = 0
@@ -307,6 +309,19 @@ class ClusterCache:
     def delete_disruption_budget(self, namespace: str, name: str) -> None:
         if self.disruption_budgets.pop(f"{namespace}/{name}", None) is not None:
             self.changes.budgets = True
+            self.generation += 1
+
+    def upsert_hypernode(self, hypernode: HyperNode) -> None:
+        name = hypernode.metadata.name
+        if self.hypernodes.get(name) == hypernode:
+            return
+        self.hypernodes[name] = hypernode
+        self.changes.hypernodes = True
+        self.generation += 1
+
+    def delete_hypernode(self, name: str) -> None:
+        if self.hypernodes.pop(name, None) is not None:
+            self.changes.hypernodes = True
             self.generation += 1
 
     # -- questions -----------------------------------------------------------

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from asyncsched.api import PodGroup, Queue
-from asyncsched.cache.changes import JobEntry
+from asyncsched.cache.changes import Changes, JobEntry
 from asyncsched.model import (
     ClusterSnapshot,
     DisruptionBudget,
@@ -36,6 +37,7 @@ from asyncsched.model import (
     TaskInfo,
 )
 from asyncsched.model.books import SettledTotals
+from asyncsched.model.hypernodes import HyperNodeTree
 from asyncsched.model.journal import Journal
 from asyncsched.model.snapshot import SnapshotReuseError, snapshot_differences
 
@@ -96,6 +98,9 @@ class _Handed:
     token: object | None = None
     """The configuration every job in ``settled`` was found settled under."""
     budgets: tuple[DisruptionBudget, ...] | None = None
+    tree: HyperNodeTree | None = None
+    tree_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    """The node labels ``tree`` was built over."""
 
 
 class Snapshots:
@@ -223,7 +228,20 @@ class _Build:
             settled_totals={q: t.copy() for q, t in handed.totals.items() if t.jobs},
             settled_under=handed.token if handed.settled else None,
             disruption_budgets=self._budgets(full or changes.budgets),
+            hypernodes=self._tree(full or changes.hypernodes or changes.node_set, changes),
         )
+
+    def _tree(self, anew: bool, changes: Changes) -> HyperNodeTree:
+        """The network tree; the last snapshot's while no HyperNode, node or label changed."""
+        handed, cache = self.handed, self.cache
+        if not anew and handed.tree is not None and changes.node_objects:
+            anew = any(
+                handed.tree_labels.get(name) != info.labels for name, info in cache.nodes.items()
+            )
+        if anew or handed.tree is None:
+            handed.tree_labels = {name: info.labels for name, info in cache.nodes.items()}
+            handed.tree = HyperNodeTree.build(cache.hypernodes.values(), handed.tree_labels)
+        return handed.tree
 
     def _budgets(self, anew: bool) -> tuple[DisruptionBudget, ...]:
         """The budgets in ``namespace/name`` order; the last snapshot's while none changed."""

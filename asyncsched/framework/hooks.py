@@ -73,12 +73,14 @@ from asyncsched.framework.dispatch import Rule
 
 if TYPE_CHECKING:
     from asyncsched.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
+    from asyncsched.model.hypernodes import HyperNodeInfo
 
 __all__ = [
     "ALLOCATABLE",
     "ALL_HOOKS",
     "BATCH_NODE_ORDER",
     "BATCH_PREDICATE",
+    "HYPERNODE_ORDER",
     "JOB_ENQUEUEABLE",
     "JOB_ENQUEUED",
     "JOB_ORDER",
@@ -182,6 +184,7 @@ PredicateFn = Callable[["TaskInfo", "NodeInfo"], str | None]
 BatchPredicateFn = Callable[["TaskInfo"], list[tuple[str, BoolArray]]]
 NodeOrderFn = Callable[["TaskInfo", "NodeInfo"], float]
 BatchNodeOrderFn = Callable[["TaskInfo", IntArray], FloatArray]
+HyperNodeOrderFn = Callable[["JobInfo", "HyperNodeInfo"], float]
 
 PREDICATE: Hook[PredicateFn] = Hook(
     "predicate",
@@ -212,6 +215,17 @@ NODE_ORDER: Hook[NodeOrderFn] = Hook(
     answers=answers.SCORE,
     mutates=False,
     cheap=True,
+)
+HYPERNODE_ORDER: Hook[HyperNodeOrderFn] = Hook(
+    "hypernode_order",
+    "enabledHyperNodeOrder",
+    dispatch.sum_scores,
+    "Score a HyperNode in which the whole gang fits (the allocate action tried it), to "
+    "choose among the HyperNodes of the lowest tier that holds the job. Asked after the "
+    "trial placement was undone.",
+    answers=answers.SCORE,
+    mutates=False,
+    cheap=False,
 )
 BATCH_NODE_ORDER: Hook[BatchNodeOrderFn] = Hook(
     "batch_node_order",
@@ -419,6 +433,7 @@ ALL_HOOKS: tuple[Hook[Any], ...] = (
     PREDICATE,
     BATCH_PREDICATE,
     NODE_ORDER,
+    HYPERNODE_ORDER,
     BATCH_NODE_ORDER,
     JOB_VALID,
     JOB_READY,

@@ -26,6 +26,7 @@ from asyncsched.framework.hooks import (
     ALLOCATABLE,
     BATCH_NODE_ORDER,
     BATCH_PREDICATE,
+    HYPERNODE_ORDER,
     JOB_ENQUEUEABLE,
     JOB_ENQUEUED,
     JOB_ORDER,
@@ -67,6 +68,7 @@ from asyncsched.framework.waiting import (
 )
 from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
 from asyncsched.model.books import SettledTotals
+from asyncsched.model.hypernodes import HyperNodeInfo
 
 __all__ = ["EventHandler", "GangAttempt", "HeapEntry", "OrderKey", "Session"]
 
@@ -104,6 +106,8 @@ class Session:
         self.table = snapshot.table
         self.priority_classes = snapshot.priority_classes
         self.disruption_budgets = snapshot.disruption_budgets
+        self.hypernodes = snapshot.hypernodes
+        """The network tree (read-only)."""
         """Every PodDisruptionBudget, in ``namespace/name`` order (read-only)."""
         self.now = snapshot.now
         self.configuration = configuration
@@ -399,6 +403,11 @@ class Session:
             nodes = self.node_list
             scores += [self.call(NODE_ORDER, task, nodes[i]) for i in candidates]
         return scores
+
+    def hypernode_score(self, job: JobInfo, hypernode: HyperNodeInfo) -> float:
+        """The plugins' total score for placing the gang in ``hypernode`` (0 without any)."""
+        score: float = self.call(HYPERNODE_ORDER, job, hypernode)
+        return score
 
     def all_node_scores(self, task: TaskInfo) -> FloatArray | None:
         """``node_scores`` of every node at once, or None when it cannot be had that way.

@@ -61,6 +61,8 @@ class GangAttempt:
     fitted: int
     needed: int
     fit_errors: FitErrors | None
+    where: str = ""
+    """Where the gang was tried, when not the whole cluster (network topology)."""
 
 
 class UndoneGangs(_ByUid[GangAttempt]):

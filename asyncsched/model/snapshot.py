@@ -52,6 +52,7 @@ import numpy as np
 
 from asyncsched.model.books import SettledTotals
 from asyncsched.model.disruption import DisruptionBudget
+from asyncsched.model.hypernodes import EMPTY_TREE, HyperNodeTree
 from asyncsched.model.job import JobInfo
 from asyncsched.model.node import NodeFlags, NodeInfo
 from asyncsched.model.node_table import NodeTable
@@ -82,6 +83,8 @@ class ClusterSnapshot:
     disruption_budgets: tuple[DisruptionBudget, ...] = ()
     """Every PodDisruptionBudget, by namespace and name (immutable, shared between
     snapshots while no budget changes)."""
+    hypernodes: HyperNodeTree = EMPTY_TREE
+    """The network tree (immutable, shared while no HyperNode, node or label changes)."""
     reference: ClusterSnapshot | None = None
     """Built from scratch for checking (ASYNCSCHED_CHECK_SNAPSHOTS=1): a session on it
     must decide and report exactly what the session on this one does."""
@@ -150,6 +153,8 @@ def snapshot_differences(mine: ClusterSnapshot, fresh: ClusterSnapshot) -> list[
         found.append("queue names differ")
     if mine.disruption_budgets != fresh.disruption_budgets:
         found.append("disruption budgets differ")
+    if mine.hypernodes != fresh.hypernodes:
+        found.append("hypernode trees differ")
     flags, fresh_flags = mine.node_flags, fresh.node_flags
     if (flags is None) != (fresh_flags is None) or (
         flags is not None

@@ -9,6 +9,7 @@ from asyncsched.plugins.capacity import CapacityPlugin
 from asyncsched.plugins.conformance import ConformancePlugin
 from asyncsched.plugins.drf import DrfPlugin
 from asyncsched.plugins.gang import GangPlugin
+from asyncsched.plugins.network_topology_aware import NetworkTopologyAwarePlugin
 from asyncsched.plugins.nodeorder import NodeOrderPlugin
 from asyncsched.plugins.overcommit import OvercommitPlugin
 from asyncsched.plugins.pdb import PdbPlugin
@@ -30,6 +31,7 @@ BUILTIN_PLUGINS: dict[str, PluginBuilder] = {
         NodeOrderPlugin,
         BinpackPlugin,
         PdbPlugin,
+        NetworkTopologyAwarePlugin,
     )
 }
 

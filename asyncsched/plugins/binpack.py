@@ -20,16 +20,12 @@ from asyncsched.framework.hooks import BATCH_NODE_ORDER, BatchNodeOrderFn, Float
 from asyncsched.model import Resource, TaskInfo, kernels
 from asyncsched.model.resource import CPU, MEMORY
 
-__all__ = ["BinpackPlugin"]
+__all__ = ["BinpackPlugin", "resource_weights"]
 
 log = logging.getLogger(__name__)
 
 MAX_NODE_SCORE = 100
 WEIGHT = "binpack.weight"
-CPU_WEIGHT = "binpack.cpu"
-MEMORY_WEIGHT = "binpack.memory"
-RESOURCES = "binpack.resources"
-RESOURCE_PREFIX = RESOURCES + "."
 
 
 class BinpackPlugin:
@@ -39,7 +35,7 @@ class BinpackPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.weight = arguments.get_int(WEIGHT, 1)
-        self.resource_weights = _resource_weights(arguments)
+        self.resource_weights = resource_weights(arguments)
 
     def on_session_open(self, ssn: Session) -> None:
         if self.weight == 0:
@@ -146,9 +142,14 @@ _CLASSES: Slot[_Classes] = Slot(
 )
 
 
-def _resource_weights(arguments: Arguments) -> dict[str, int]:
-    """Weight per resource name; negative weights fall back to 1, as Volcano does."""
-    listed = arguments.raw(RESOURCES)
+def resource_weights(
+    arguments: Arguments, owner: str = "binpack", prefix: str = "binpack"
+) -> dict[str, int]:
+    """Weight per resource name from ``<prefix>.cpu``, ``<prefix>.memory``,
+    ``<prefix>.resources`` and ``<prefix>.resources.<name>``; negative weights fall back to
+    1, as Volcano does (binpack's and network-topology-aware's HyperNode binpack)."""
+    listing = f"{prefix}.resources"
+    listed = arguments.raw(listing)
     if listed is None:
         names: list[str] = []
     elif isinstance(listed, str):
@@ -157,16 +158,16 @@ def _resource_weights(arguments: Arguments) -> dict[str, int]:
         names = [n.strip() for n in listed if n.strip()]
     else:
         raise ArgumentError(
-            f"plugin binpack: argument {RESOURCES!r} must be a comma-separated list "
+            f"plugin {owner}: argument {listing!r} must be a comma-separated list "
             f"of resource names, got {listed!r}"
         )
-    weights = {name: _non_negative(arguments, RESOURCE_PREFIX + name) for name in names}
-    weights[CPU] = _non_negative(arguments, CPU_WEIGHT)
-    weights[MEMORY] = _non_negative(arguments, MEMORY_WEIGHT)
+    weights = {name: _non_negative(arguments, f"{listing}.{name}") for name in names}
+    weights[CPU] = _non_negative(arguments, f"{prefix}.cpu")
+    weights[MEMORY] = _non_negative(arguments, f"{prefix}.memory")
     given: list[str] = arguments.keys()
     for key in given:
-        if key.startswith(RESOURCE_PREFIX) and key[len(RESOURCE_PREFIX) :] not in names:
-            log.warning("binpack: %s has no effect: the resource is not in %s", key, RESOURCES)
+        if key.startswith(f"{listing}.") and key[len(listing) + 1 :] not in names:
+            log.warning("%s: %s has no effect: the resource is not in %s", owner, key, listing)
     return weights
 
 

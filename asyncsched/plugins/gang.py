@@ -234,8 +234,9 @@ class GangPlugin:
                 f"{job.ready_task_num()}/{job.min_available} tasks in gang fit now; "
                 f"{waiting} more wait for resources other pods are releasing"
             )
+        where = ""
         if attempt is not None:
-            fitted, needed = attempt.fitted, attempt.needed
+            fitted, needed, where = attempt.fitted, attempt.needed, attempt.where
         else:
             fitted, needed = job.ready_task_num(), job.min_available
         errors = attempt.fit_errors if attempt is not None else None
@@ -243,9 +244,9 @@ class GangPlugin:
             errors = _task_fit_errors(ssn, job)
         why = errors.summary() if errors is not None else _queue_reason(ssn, job)
         if why:
-            return f"{fitted}/{needed} tasks in gang fit: {why}"
+            return f"{fitted}/{needed} tasks in gang fit{where}: {why}"
         if attempt is not None:
-            return f"{fitted}/{needed} tasks in gang fit"
+            return f"{fitted}/{needed} tasks in gang fit{where}"
         return _volcano_message(job)
 
 

@@ -126,7 +126,11 @@ class KubeScheduler(Effects):
                 self.cache.upsert_priority_class,
                 lambda ns, n: self.cache.delete_priority_class(n),
             ),
-            self._informer(HYPERNODES, lambda obj: None, lambda ns, n: None),
+            self._informer(
+                HYPERNODES,
+                self.cache.upsert_hypernode,
+                lambda ns, n: self.cache.delete_hypernode(n),
+            ),
             self._informer(
                 DISRUPTION_BUDGETS,
                 self.cache.upsert_disruption_budget,

@@ -139,7 +139,12 @@ class SimScheduler(Effects):
         self.dirty = True
 
     def _hypernode(self, change: WatchEvent) -> None:
-        """Watched as the kube backend does; placement by network topology comes later."""
+        hypernode: HyperNode = change.obj
+        if change.event == "DELETED":
+            self.cache.delete_hypernode(hypernode.metadata.name)
+        else:
+            self.cache.upsert_hypernode(hypernode)
+        self.dirty = True
 
     # -- sessions ----------------------------------------------------------------------
 

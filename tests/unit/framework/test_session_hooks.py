@@ -85,6 +85,13 @@ SAMPLES = [
         lambda s: [3.0, 3.0],
     ),
     Sample(
+        h.HYPERNODE_ORDER,
+        "hypernode_score",
+        lambda s: (_job(s), s.hypernodes.top),
+        lambda s: 4.0,
+        lambda s: 4.0,
+    ),
+    Sample(
         h.BATCH_NODE_ORDER,
         "node_scores",
         lambda s: (_task(s), np.array([1])),

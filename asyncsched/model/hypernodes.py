@@ -134,9 +134,9 @@ class _Build:
                     continue  # Volcano selects HyperNode members by exact name only
                 if child in parent and parent[child] != name:
                     self._not_ready(
-                        child,
-                        f"HyperNode {child} already has a parent {parent[child]}, "
-                        f"and cannot have another one, {name}",
+                        name,
+                        f"its member HyperNode {child} already belongs to {parent[child]} "
+                        "(a HyperNode has at most one parent)",
                     )
                     continue
                 parent[child] = name

@@ -1,5 +1,6 @@
-"""HyperNodes load (placement ignores them for now); asking for network-topology placement
-gives one warning per object, never silence; a Queue of weight 0 gets Volcano's weight 1."""
+"""HyperNodes load and change nothing for jobs that do not ask for topology; asking for it
+is enforced without a word, except for what is not built (partitions: one warning); a
+Queue of weight 0 gets Volcano's weight 1."""
 
 from __future__ import annotations
 
@@ -115,29 +116,43 @@ def test_hypernodes_load_and_do_not_change_placement(
     assert submitted == {"rack-0", "rack-1", "spine"}
 
 
-def test_network_topology_requests_warn_once_per_object(
+PARTITIONED = """apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: parted}
+spec:
+  minAvailable: 2
+  schedulerName: volcano
+  tasks:
+  - name: worker
+    replicas: 2
+    partitionPolicy: {totalPartitions: 1, partitionSize: 2, networkTopology: {mode: hard}}
+    template:
+      metadata: {annotations: {simulation.asyncsched.io/duration: "5"}}
+      spec:
+        restartPolicy: Never
+        containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_network_topology_requests_are_enforced_and_only_partitions_warn(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     asking = _write(tmp_path, "asking.yaml", ASKING)
+    parted = _write(tmp_path, "parted.yaml", PARTITIONED)
 
-    run = simulate(capsys, tmp_path, "nodes-cpu.yaml", asking)
+    run = simulate(capsys, tmp_path, "nodes-cpu.yaml", asking, parted)
 
     assert run.code == 0, run.stderr
-    unenforced = "network-topology placement is not enforced yet"
     assert run.stderr.splitlines() == [
-        f"asyncsched: warning: {asking}: {what}: {unenforced}: its pods may be placed on any nodes"
-        for what in (
-            "Job default/trainer: spec.networkTopology",
-            "PodGroup default/group: spec.networkTopology",
-            "Pod default/lone: annotation volcano.sh/network-topology-mode and "
-            "volcano.sh/network-topology-highest-tier",
-            "Deployment default/web: spec.template.metadata: annotation "
-            "volcano.sh/network-topology-mode",
-        )
+        f"asyncsched: warning: {parted}: Job default/parted: "
+        "spec.tasks[0].partitionPolicy.networkTopology: network-topology placement of "
+        "sub-jobs (partitions) is not enforced yet: only the job-level networkTopology is; "
+        "the partitions' pods may be placed anywhere within it"
     ]
     bound = run.placements()
     assert {"trainer-worker-0", "trainer-worker-1", "member", "lone"} <= set(bound)
     assert any(name.startswith("web-") for name in bound)
+    assert {"parted-worker-0", "parted-worker-1"} <= set(bound)
 
 
 def test_queue_weight_zero_becomes_one_with_a_warning(

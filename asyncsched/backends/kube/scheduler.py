@@ -38,6 +38,7 @@ from asyncsched.framework.results import (
     TaskUnschedulable,
 )
 from asyncsched.model import TaskStatus
+from asyncsched.model.hypernodes import HyperNodeTree
 
 __all__ = ["KubeScheduler", "SchedulerOptions"]
 
@@ -314,6 +315,7 @@ class KubeScheduler(Effects):
         self.sessions += 1
         began = time.perf_counter()
         snapshot = self.cache.snapshot(now=time.time())
+        self._report_network(snapshot.hypernodes)
         result, _ = await asyncio.to_thread(
             run_session, snapshot, self.config.current, f"{self.options.identity}-{self.sessions}"
         )
@@ -322,6 +324,22 @@ class KubeScheduler(Effects):
         self.metrics.observe_session(result)
         self._apply(result)
         return result
+
+    def _report_network(self, tree: HyperNodeTree) -> None:
+        """A HyperNode left out of the network tree, or making it unusable, gets one warning
+        (log and Event) per distinct problem; the rest of the tree is still used."""
+        for name, why in tree.problems:
+            key = ("HyperNode", "", name, why)
+            if key in self._reported_bad:
+                continue
+            self._reported_bad.add(key)
+            effect = "" if tree.ready else "; jobs with networkTopology wait until it is fixed"
+            log.warning("HyperNode %s: %s%s", name, why, effect)
+            if self.is_leader():
+                self.status.event(
+                    "HyperNode", "", name, "", "InvalidHyperNode", why + effect, "Warning",
+                    api_version=_API_VERSIONS["HyperNode"],
+                )  # fmt: skip
 
     def _apply(self, result: SessionResult) -> None:
         if self.is_leader():

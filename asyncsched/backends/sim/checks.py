@@ -30,6 +30,7 @@ from asyncsched.backends.sim.fields import (
 from asyncsched.backends.sim.objects import Deployment, Manifest, SimObject
 from asyncsched.controllers.job import validate
 from asyncsched.controllers.podgroup import QUEUE_NAME_ANNOTATION
+from asyncsched.model.hypernodes import HyperNodeTree
 
 __all__ = [
     "JOB_COMMANDS",
@@ -159,6 +160,7 @@ def check_workloads(manifests: Sequence[Manifest]) -> None:
         elif isinstance(m.obj, Job):
             jobs.add((m.obj.metadata.namespace, m.obj.metadata.name))
     _check_queue_tree(manifests)
+    _check_topology(manifests)
     for m in manifests:
         _check_priority_classes(m, classes)
         _check_queue_names(m, queues)
@@ -188,6 +190,37 @@ def _check_queue_tree(manifests: Sequence[Manifest]) -> None:
         found = problems.get(m.obj.metadata.name)
         if found:
             raise ManifestError(f"{m.source}: refused by admission: " + "; ".join(found))
+
+
+def _check_topology(manifests: Sequence[Manifest]) -> None:
+    """The HyperNodes form a tree (one parent each, no cycle), and every
+    ``highestTierName`` is the tierName of some HyperNode of the input."""
+    hypernodes = [m for m in manifests if isinstance(m.obj, HyperNode)]
+    nodes = {
+        m.obj.metadata.name: m.obj.metadata.labels for m in manifests if isinstance(m.obj, Node)
+    }
+    tree = HyperNodeTree.build([m.obj for m in hypernodes if isinstance(m.obj, HyperNode)], nodes)
+    if not tree.ready:
+        bad, why = next((n, w) for n, w in tree.problems if not tree.ready)
+        source = next(m.source for m in hypernodes if m.obj.metadata.name == bad)
+        raise ManifestError(f"{source}: {why}")
+    for m in manifests:
+        spec = _network_topology(m.obj)
+        name = spec.get("highestTierName") if spec else None
+        if name and name not in tree.tier_names:
+            known = ", ".join(sorted(tree.tier_names)) or "no HyperNode has a tierName"
+            raise ManifestError(
+                f"{m.source}: networkTopology.highestTierName {name!r} is the tierName of no "
+                f"HyperNode (known: {known})"
+            )
+
+
+def _network_topology(obj: SimObject) -> Mapping[str, Any] | None:
+    if isinstance(obj, PodGroup):
+        return obj.spec.network_topology
+    if isinstance(obj, Job) and obj.spec.network_topology is not None:
+        return {"highestTierName": obj.spec.network_topology.highest_tier_name}
+    return None
 
 
 def _check_priority_classes(m: Manifest, declared: set[str]) -> None:

@@ -7,6 +7,7 @@ of it for tools (every job, every queue, every stuck gang).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -14,9 +15,11 @@ import msgspec
 
 from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queue
 from asyncsched.api.quantity import format_units
+from asyncsched.api.topology import HyperNode
 from asyncsched.backends.sim.recorder import JobRecord, PodRecord, queue_of, shown_as
 from asyncsched.backends.sim.simulation import Outcome, Simulation, Stuck
 from asyncsched.backends.sim.usage import GPU
+from asyncsched.model.hypernodes import CLUSTER_TOP, HyperNodeTree
 
 __all__ = ["JobRow", "QueueRow", "SimReport", "WaitStats", "summarize"]
 
@@ -45,6 +48,13 @@ class JobRow:
     """Volcano Job retries; for other work, container restarts."""
     nodes: list[str]
     reason: str = ""
+    hypernode: str = ""
+    """With HyperNodes in the input: the lowest one holding every node the job's pods ran
+    on (``<cluster-top-hypernode>``: only the whole cluster does)."""
+    hypernode_tier: int | None = None
+    top_level: str = ""
+    """When only the whole cluster holds the job: how many of the HyperNodes under it the
+    job's pods ran in, as ``2/3``."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +135,7 @@ class SimReport:
             lines.append(f"utilization (mean over {self.end:g}s): " + ", ".join(parts))
         lines += self._queue_lines()
         lines += self._job_lines()
+        lines += self._network_lines()
         if self.stuck:
             lines.append(f"waiting when the run ended ({len(self.stuck)}):")
             for stuck in self.stuck[:SHOWN_ROWS]:
@@ -182,6 +193,57 @@ class SimReport:
             lines.append(f"  ... and {len(self.jobs) - SHOWN_ROWS} more (--summary-json)")
         return lines
 
+    def _network_lines(self) -> list[str]:
+        """How far apart each job's pods ran, in HyperNode tiers (the fewer, the better)."""
+        placed = [j for j in self.jobs if j.hypernode]
+        if not placed:
+            return []
+        tiers: dict[str, int] = {}
+        for j in placed:
+            tiers[_spanned(j)] = tiers.get(_spanned(j), 0) + 1
+        counts = ", ".join(f"{where}: {count}" for where, count in sorted(tiers.items()))
+        width = max(4, *(len(j.name) for j in placed[:SHOWN_ROWS])) + 2
+        lines = ["network (the lowest HyperNode holding each job's pods): " + counts]
+        for j in placed[:SHOWN_ROWS]:
+            where = f"{j.hypernode} (tier {j.hypernode_tier})"
+            if j.hypernode == CLUSTER_TOP:
+                where = (
+                    f"the whole cluster (tier {j.hypernode_tier}), across {j.top_level} "
+                    "of its top-level HyperNodes"
+                )
+            lines.append(f"  {j.name:<{width}}{where}")
+        return lines
+
+
+def _spanned(job: JobRow) -> str:
+    return f"tier {job.hypernode_tier}" + (
+        " (whole cluster)" if job.hypernode == CLUSTER_TOP else ""
+    )
+
+
+def _with_hypernodes(sim: Simulation, jobs: list[JobRow]) -> list[JobRow]:
+    """Each job with the lowest HyperNode holding its nodes, when the input has HyperNodes."""
+    store = sim.store
+    hypernodes = list(store.list(HyperNode).values())
+    if not hypernodes:
+        return jobs
+    labels = {node.metadata.name: node.metadata.labels for node in store.list(Node).values()}
+    tree = HyperNodeTree.build(hypernodes, labels)
+    if not tree.ready:
+        return jobs
+    found = []
+    for job in jobs:
+        if job.nodes:
+            hn = tree.lowest_holding(job.nodes)
+            used = set(job.nodes)
+            top = [c for c in hn.children if tree.hypernodes[c].nodes & used]
+            spread = f"{len(top)}/{len(hn.children)}" if hn.name == CLUSTER_TOP else ""
+            job = dataclasses.replace(
+                job, hypernode=hn.name, hypernode_tier=hn.tier, top_level=spread
+            )
+        found.append(job)
+    return found
+
 
 def _counts(rows: list[JobRow], always: Iterable[str]) -> str:
     counts: dict[str, int] = dict.fromkeys(always, 0)
@@ -222,6 +284,7 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
     foreign = sum(1 for p in pods.values() if p.spec.scheduler_name not in names)
     jobs = _gang_rows(sim) + _volcano_rows(sim)
     jobs.sort(key=lambda j: (j.submitted, j.name))
+    jobs = _with_hypernodes(sim, jobs)
     loaded = sim.config.current.configuration
     waits = [j.waited for j in jobs if j.waited is not None]
     return SimReport(

@@ -30,6 +30,7 @@ from tests.scenarios.properties.invariants import (
     reasons_by_name,
 )
 from tests.scenarios.properties.ledger import Ledger
+from tests.scenarios.properties.topology import HardTopologyHeld
 from tests.scenarios.properties.world import World
 
 __all__ = ["Checker", "default_invariants"]
@@ -48,6 +49,7 @@ def default_invariants(*, conformance: bool = True, pdb: bool = False) -> list[I
         *eviction_invariants(conformance=conformance),
         EvictionKeepsBudgets(),
         *([NoEvictionRefused()] if pdb else []),
+        HardTopologyHeld(),
     ]
 
 

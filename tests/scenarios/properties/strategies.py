@@ -14,6 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from tests.scenarios.properties.topology import networks
+
 __all__ = [
     "ANNOTATION",
     "TIER",
@@ -74,6 +76,8 @@ class Cluster:
     """Queues without child queues: a Volcano Job may only name one of these."""
     never_preempt: list[str] = field(default_factory=list)
     """PriorityClasses with ``preemptionPolicy: Never``."""
+    tier_names: list[str] = field(default_factory=list)
+    """The tierNames of the generated HyperNodes (none when there are none)."""
 
 
 def submit_times() -> st.SearchStrategy[float]:
@@ -166,6 +170,9 @@ def _amount(quantity: str) -> float:
 def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
     names = Names()
     docs = [draw(_node(names.new("node-"))) for _ in range(draw(st.integers(1, max_nodes)))]
+    network = draw(networks([d["metadata"]["name"] for d in docs]))
+    docs += network
+    tier_names = sorted({d["spec"]["tierName"] for d in network})
     queues = ["default"]
     parents: dict[str, dict[str, str]] = {}
     leaves = ["default"]
@@ -203,7 +210,7 @@ def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
         classes.append(name)
     if draw(st.integers(0, 4)) == 0:
         classes.append(draw(st.sampled_from(CRITICAL_CLASSES)))
-    return Cluster(docs, queues, classes, names, leaves, never)
+    return Cluster(docs, queues, classes, names, leaves, never, tier_names)
 
 
 @st.composite

@@ -28,6 +28,7 @@ from tests.scenarios.properties.invariants import (
     Violation,
     reasons_by_name,
 )
+from tests.scenarios.properties.topology import HardTopologyHeld
 from tests.scenarios.properties.world import BudgetFacts, NodeFacts, PodFacts
 
 
@@ -40,6 +41,8 @@ class FakeWorld:
     guarantees: dict[str, dict[str, int]] = field(default_factory=dict)
     budget_list: list[BudgetFacts] = field(default_factory=list)
     replica_counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    hypernode_docs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hard_tiers: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def uid(self, kind: str, namespace: str, name: str) -> str | None:
         return self.uids.get((kind, namespace, name))
@@ -64,6 +67,12 @@ class FakeWorld:
 
     def replicas(self, namespace: str, kind: str, name: str, uid: str) -> int | None:
         return self.replica_counts.get((kind, name))
+
+    def hypernodes(self) -> dict[str, dict[str, Any]]:
+        return self.hypernode_docs
+
+    def hard_tier(self, namespace: str, group: str) -> int | None:
+        return self.hard_tiers.get((namespace, group))
 
 
 @dataclass
@@ -310,6 +319,7 @@ def test_later_capabilities_add_their_own_invariants() -> None:
         EvictionKeepsGangs,
         EvictionKeepsGuarantees,
         EvictionKeepsBudgets,
+        HardTopologyHeld,
     ]
 
 
@@ -481,3 +491,33 @@ def test_with_the_pdb_plugin_no_victim_is_refused() -> None:
     run(w, [*events, refused], invariants=[EvictionKeepsBudgets()])
     with pytest.raises(Violation, match=r"pdb plugin: Pod default/a: chosen as a victim"):
         run(w, [*events, refused], invariants=[NoEvictionRefused()])
+
+
+def _rack(name: str, *nodes: str) -> dict[str, Any]:
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    return {"spec": {"tier": 1, "members": members}}
+
+
+def test_a_hard_topology_job_across_two_racks() -> None:
+    w = world(min_member=2, a=facts(), b=facts())
+    w.nodes["n1"] = w.nodes["n0"]
+    w.hypernode_docs = {"r0": _rack("r0", "n0"), "r1": _rack("r1", "n1")}
+    w.hard_tiers[("default", "g")] = 1
+    events = [ev(0, "submitted", "n1", kind="Node"), ev(0, "submitted", "a")]
+    events += [ev(0, "submitted", "b"), *bind(1, "a", "n0"), *bind(1, "b", "n1")]
+    with pytest.raises(
+        Violation,
+        match=r"t=1s: hard network topology: PodGroup default/g: "
+        r"runs on n0, n1, which no HyperNode of tier 1 or lower holds",
+    ):
+        run(w, events)
+
+
+def test_a_hard_topology_job_inside_one_rack_passes() -> None:
+    w = world(min_member=2, a=facts(), b=facts())
+    w.nodes["n1"] = w.nodes["n0"]
+    w.hypernode_docs = {"r0": _rack("r0", "n0", "n1")}
+    w.hard_tiers[("default", "g")] = 1
+    events = [ev(0, "submitted", "n1", kind="Node"), ev(0, "submitted", "a")]
+    events += [ev(0, "submitted", "b"), *bind(1, "a", "n0"), *bind(1, "b", "n1")]
+    run(w, events)

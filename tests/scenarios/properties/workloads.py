@@ -30,6 +30,7 @@ from tests.scenarios.properties.strategies import (
     pod_templates,
     submit_times,
 )
+from tests.scenarios.properties.topology import network_topologies
 
 __all__ = ["GROUP_ANNOTATION", "SELECTORS", "Input", "budget_over", "inputs"]
 
@@ -110,6 +111,8 @@ def _gang(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
     spec: dict[str, Any] = {"minMember": min_member, "queue": draw(st.sampled_from(cluster.queues))}
     if draw(st.booleans()) and cluster.priority_classes:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
+    if draw(st.integers(0, 3)) == 0:
+        spec["networkTopology"] = draw(network_topologies(cluster.tier_names))
     at = draw(submit_times())
     out.add(_podgroup(cluster, name, ns, spec), at)
     template = draw(pod_templates(cluster, whole_group=whole))
@@ -186,6 +189,8 @@ def _job(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
     if draw(st.integers(0, 3)) == 0:
         spec["plugins"] = {"svc": [], "env": []}
+    if draw(st.integers(0, 3)) == 0:
+        spec["networkTopology"] = draw(network_topologies(cluster.tier_names))
     if draw(st.integers(0, 4)) == 0:
         spec["ttlSecondsAfterFinished"] = draw(st.sampled_from((0, 5)))
     at = draw(submit_times())

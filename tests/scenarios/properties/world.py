@@ -33,6 +33,7 @@ from asyncsched.api import (
 )
 from asyncsched.api.core import Container
 from asyncsched.api.policy import PodDisruptionBudget
+from asyncsched.api.topology import HyperNode
 from asyncsched.backends.sim import Simulation
 from asyncsched.backends.sim.manifests import NEEDS_WHOLE_GROUP_ANNOTATION
 from asyncsched.backends.sim.objects import Deployment, ReplicaSet
@@ -121,6 +122,16 @@ class World(Protocol):
 
     def budgets(self) -> list[BudgetFacts]:
         """Every live PodDisruptionBudget."""
+        ...
+
+    def hypernodes(self) -> Mapping[str, Mapping[str, Any]]:
+        """Every live HyperNode as a document, by name."""
+        ...
+
+    def hard_tier(self, namespace: str, group: str) -> int | None:
+        """The highest tier a PodGroup in hard network-topology mode allows (its
+        ``highestTierAllowed``, or the tier its ``highestTierName`` names); None when it
+        is not in hard mode with a tier."""
         ...
 
     def replicas(self, namespace: str, kind: str, name: str, uid: str) -> int | None:
@@ -278,6 +289,24 @@ class SimWorld:
             )
             for _, pdb in sorted(self.sim.store.list(PodDisruptionBudget).items())
         ]
+
+    def hypernodes(self) -> Mapping[str, Mapping[str, Any]]:
+        found = self.sim.store.list(HyperNode)
+        return {hn.metadata.name: msgspec.to_builtins(hn) for hn in found.values()}
+
+    def hard_tier(self, namespace: str, group: str) -> int | None:
+        pg = self.sim.store.get(PodGroup, f"{namespace}/{group}")
+        spec = pg.spec.network_topology if pg is not None else None
+        if not spec or str(spec.get("mode") or "hard").lower() != "hard":
+            return None
+        tier = spec.get("highestTierAllowed")
+        if isinstance(tier, int) and not isinstance(tier, bool):
+            return tier
+        named = spec.get("highestTierName")
+        for doc in self.hypernodes().values():
+            if named and doc["spec"].get("tierName") == named:
+                return int(doc["spec"]["tier"])
+        return None
 
     def replicas(self, namespace: str, kind: str, name: str, uid: str) -> int | None:
         store = self.sim.store

@@ -81,7 +81,8 @@ def parse_discovery(text: str) -> DiscoveryConfig:
         raise ValueError(f"{CONFIG_KEY} is not YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(doc, dict):
         raise ValueError(f"{CONFIG_KEY} must be a mapping")
-    entries = doc.get("networkTopologyDiscovery") or []
+    entries = doc.get("networkTopologyDiscovery")
+    entries = [] if entries is None else entries
     if not isinstance(entries, list):
         raise ValueError("networkTopologyDiscovery must be a list")
     types: dict[str, tuple[str, ...]] = {}

@@ -13,7 +13,7 @@ import pytest
 
 from tests.scenarios.harness import YAML, Run, simulate
 
-NETWORK = "topology-seed-network.yaml"
+NETWORK = ("topology-seed-nodes.yaml", "topology-seed-hypernodes.yaml")
 SPINES = ({"te1", "te2", "te3", "te4"}, {"te5", "te6", "te7", "te8"})
 RACKS = ({"te1", "te2"}, {"te3", "te4"}, {"te5", "te6"}, {"te7", "te8"})
 
@@ -49,7 +49,7 @@ def _nodes(run: Run, prefix: str) -> set[str]:
 def test_seed_hard_mode_job_runs_inside_one_spine_its_gang_inside_one_rack(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    run = simulate(capsys, tmp_path, NETWORK, "topology-seed-job.yaml")
+    run = simulate(capsys, tmp_path, *NETWORK, "topology-seed-job.yaml")
 
     assert run.code == 0, run.stderr
     assert run.stderr == ""
@@ -70,7 +70,7 @@ def test_the_same_job_placed_blind_to_the_network_crosses_the_top_switch(
         for line in text.splitlines()
         if not line.strip().startswith(("networkTopology", "mode:", "highestTierAllowed"))
     )
-    run = simulate(capsys, tmp_path, NETWORK, _write(tmp_path, "blind.yaml", blind))
+    run = simulate(capsys, tmp_path, *NETWORK, _write(tmp_path, "blind.yaml", blind))
 
     assert run.code == 0, run.stderr
     assert not any(_nodes(run, "hello-volcano-job-") <= spine for spine in SPINES)
@@ -81,7 +81,7 @@ def test_a_job_no_hypernode_of_its_tier_can_hold_waits_and_says_which_tier(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     racked = _job("racked", 8, 8, "networkTopology: {mode: hard, highestTierAllowed: 1}")
-    run = simulate(capsys, tmp_path, NETWORK, _write(tmp_path, "racked.yaml", racked))
+    run = simulate(capsys, tmp_path, *NETWORK, _write(tmp_path, "racked.yaml", racked))
 
     assert run.code == 4, run.stdout  # stuck: a rack takes 6 of its pods, never 8
     assert run.placements() == {}
@@ -147,7 +147,7 @@ def test_a_hypernode_tree_that_is_not_a_tree_is_refused_in_one_line(
 ) -> None:
     text = "---\n".join(HYPERNODE.format(name=n, tier=t, member=m) for n, t, m in hypernodes)
     bad = _write(tmp_path, "bad.yaml", text)
-    run = simulate(capsys, tmp_path, NETWORK, bad)
+    run = simulate(capsys, tmp_path, *NETWORK, bad)
 
     assert run.code == 2
     lines = run.stderr.strip().splitlines()
@@ -166,3 +166,67 @@ def test_a_tier_name_no_hypernode_carries_is_refused_in_one_line(
         f"asyncsched: error: {job}: Job default/j: networkTopology.highestTierName 'leaf' is "
         "the tierName of no HyperNode (known: rack, spine)"
     ]
+
+
+DISCOVERED = ("topology-seed-nodes.yaml", "topology-discovery.yaml")
+
+
+def test_racks_discovered_from_the_seed_labels_hold_a_rack_limited_job(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    racked = _job("racked", 6, 6, "networkTopology: {mode: hard, highestTierAllowed: 1}")
+    run = simulate(capsys, tmp_path, *DISCOVERED, _write(tmp_path, "racked.yaml", racked))
+
+    assert run.code == 0, run.stderr
+    created = [e["name"] for e in run.of("created") if e["kind"] == "HyperNode"]
+    assert len(created) == 4 and all(n.startswith("hypernode-rack-tier1-") for n in created)
+    assert any(_nodes(run, "racked-") == rack for rack in RACKS), _nodes(run, "racked-")
+
+
+def test_a_relabelled_node_moves_to_its_new_rack(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    nodes = (YAML / "topology-seed-nodes.yaml").read_text()
+    moved = _write(
+        tmp_path,
+        "moved.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: te2\n"
+        "  labels: {volcano.sh/rack: s0-s1-rack-2}\n"
+        "  annotations: {simulation.asyncsched.io/submit-at: '10'}\n"
+        'status:\n  allocatable: {cpu: 300m, memory: 4Gi, pods: "110"}\n',
+    )
+    # From t=10, rack-2 has te2, te3, te4 (9 pods) and rack-1 only te1 (3 pods).
+    late = _job("late", 9, 9, "networkTopology: {mode: hard, highestTierAllowed: 1}")
+    late = late.replace("metadata: {name: late}", "metadata:\n  name: late\n  annotations: "
+                        "{simulation.asyncsched.io/submit-at: '20'}")  # fmt: skip
+    run = simulate(
+        capsys,
+        tmp_path,
+        _write(tmp_path, "nodes.yaml", nodes),
+        YAML / "topology-discovery.yaml",
+        moved,
+        _write(tmp_path, "late.yaml", late),
+    )
+
+    assert run.code == 0, run.stderr
+    # Nine pods fit no rack of two nodes: only the rewritten rack-2 holds them.
+    assert _nodes(run, "late-") == {"te2", "te3", "te4"}
+
+
+def test_a_discovery_configuration_that_cannot_be_read_is_a_warning_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = (
+        (YAML / "topology-discovery.yaml")
+        .read_text()
+        .replace("          - nodeLabel: kubernetes.io/hostname\n", "          - hostname\n")
+    )
+    run = simulate(capsys, tmp_path, "topology-seed-nodes.yaml", _write(tmp_path, "d.yaml", bad))
+
+    assert run.code == 0
+    assert not [e for e in run.of("created") if e["kind"] == "HyperNode"]
+    warning = next(line for line in run.stdout.splitlines() if line.startswith("warning:"))
+    assert "ConfigMap volcano-system/volcano-controller-configmap[volcano-controller.conf]" in (
+        warning
+    )
+    assert "must be a list of {nodeLabel: <label key>}: no HyperNode is discovered" in warning

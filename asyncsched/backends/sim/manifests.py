@@ -82,8 +82,9 @@ _KINDS: dict[tuple[str, str], type[Any]] = {
     ("policy/v1", "PodDisruptionBudget"): PodDisruptionBudget,
 }
 _CLUSTER_SCOPED = (Node, Queue, PriorityClass, HyperNode)
-_UPDATABLE = (Deployment,)
-"""Kinds a later document of the same name updates (at its own submit-at)."""
+_UPDATABLE = (Deployment, Node, HyperNode)
+"""Kinds a later document of the same name updates (at its own submit-at): scaling a
+Deployment, relabelling or cordoning a Node, editing a HyperNode."""
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,7 @@ class SimReport:
     jobs: list[JobRow]
     stuck: list[Stuck]
     configuration_errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
@@ -147,6 +148,8 @@ class SimReport:
             lines.append(f"{self.foreign_pods} pods name another scheduler and were left alone")
         for error in self.configuration_errors:
             lines.append(f"configuration rejected: {error}")
+        for warning in self.warnings:
+            lines.append(f"warning: {warning}")
         return "\n".join(lines)
 
     def _queue_lines(self) -> list[str]:
@@ -305,6 +308,7 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
         jobs=jobs,
         stuck=outcome.stuck,
         configuration_errors=list(outcome.config_errors),
+        warnings=list(outcome.warnings),
     )
 
 

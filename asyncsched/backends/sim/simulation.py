@@ -23,14 +23,16 @@ from typing import Any, Protocol
 
 import msgspec
 
-from asyncsched.api import GROUP_NAME_ANNOTATION, Pod, PodGroup, PriorityClass
+from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.topology import HyperNode
 from asyncsched.api.volcano import GANG_CONDITION_TYPES
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim.agenda import Agenda
 from asyncsched.backends.sim.disruption import DisruptionController
 from asyncsched.backends.sim.gc import GarbageCollector
+from asyncsched.backends.sim.hypernodes import HyperNodeDiscovery
 from asyncsched.backends.sim.inspect import list_objects
 from asyncsched.backends.sim.jobs import JobController
 from asyncsched.backends.sim.kubelet import Kubelets
@@ -89,6 +91,8 @@ class Outcome:
     config_errors: list[str] = field(default_factory=list)
     stuck: list[Stuck] = field(default_factory=list)
     """Every gang and lone pod still waiting when the run ended (deadlock or stuck)."""
+    warnings: list[str] = field(default_factory=list)
+    """What a controller could not use as given (its configuration), one line each."""
 
 
 class Simulation:
@@ -123,6 +127,9 @@ class Simulation:
             GarbageCollector(self.store),
             self.kubelets,
         ]
+        self.warnings: list[str] = []
+        """Controllers' warnings (a configuration they cannot use as given)."""
+        self.controllers.append(HyperNodeDiscovery(self.store, self.warnings))
         self.unsettled = 0
         """Instants at which the controllers never stopped working (a bug if not 0)."""
         self._session_due: float | None = None
@@ -221,19 +228,21 @@ class Simulation:
         log.error("t=%gs: controllers did not settle after %d rounds", self.now, _SETTLE_ROUNDS)
 
     def _submit(self, obj: Any) -> None:
-        """A user's ``kubectl apply``: create, or update a Deployment that exists."""
+        """A user's ``kubectl apply``: create, or update a Deployment, Node or HyperNode that
+        exists (its labels, annotations and spec; a Node's status too)."""
         store = self.store
-        if isinstance(obj, Deployment):
-            current = store.get(Deployment, key_of(obj))
+        if isinstance(obj, (Deployment, Node, HyperNode)):
+            current = store.get(type(obj), key_of(obj))
             if current is not None:
                 meta = msgspec.structs.replace(
                     current.metadata,
                     labels=obj.metadata.labels,
                     annotations=obj.metadata.annotations,
                 )
-                store.update(
-                    msgspec.structs.replace(current, metadata=meta, spec=obj.spec), actor=USER
-                )
+                changed = msgspec.structs.replace(current, metadata=meta, spec=obj.spec)
+                if isinstance(obj, Node):
+                    changed = msgspec.structs.replace(changed, status=obj.status)
+                store.update(changed, actor=USER)
                 return
         try:
             store.create(obj, actor=USER)
@@ -251,6 +260,7 @@ class Simulation:
             self.sessions,
             list(self.config_errors),
             self.waiting(),
+            list(self.warnings),
         )
 
     def waiting(self) -> list[Stuck]:

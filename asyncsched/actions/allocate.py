@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from asyncsched.actions.hypernode_search import confine, search
-from asyncsched.actions.placement import find_node, share_failure
+from asyncsched.actions.placement import find_node, place_best_effort_members, share_failure
 from asyncsched.actions.walk import Walk, ordered_tasks
 from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
 from asyncsched.framework.hooks import BoolArray
@@ -199,7 +199,7 @@ class _Allocation:
 
         trial.placed = len(stmt)
         if ssn.job_ready(job):
-            missing = self._place_best_effort_members(job, stmt, trial.confined)
+            missing = place_best_effort_members(ssn, job, stmt, trial.confined)
             trial.kept = missing is None
             trial.first_errors = trial.first_errors or missing
         else:
@@ -225,28 +225,6 @@ class _Allocation:
         ssn.undone_gangs.record(job.uid, attempt)
         trial.stmt.discard()
         return None
-
-    def _place_best_effort_members(
-        self, job: JobInfo, stmt: Statement, confined: list[tuple[str, BoolArray]]
-    ) -> FitErrors | None:
-        """Place the pending BestEffort members a gang counts as ready (as Volcano's gang
-        does) until minAvailable members really hold a node; None when they do, else why
-        one of them fits nowhere. Volcano leaves them to backfill, and a gang whose
-        BestEffort member then finds no room runs below its minMember."""
-        ssn = self.ssn
-        if job.n_ready >= job.min_available or not job.n_pending_best_effort:
-            return None
-        members = sorted(
-            (t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort), key=ssn.task_key()
-        )
-        for task in members:
-            if job.n_ready >= job.min_available:
-                return None
-            placement = find_node(ssn, task, extra_failures=confined)
-            if placement is None or not placement.fits_idle:
-                return ssn.fit_failures.get(task.uid) or FitErrors(len(ssn.node_list))
-            stmt.allocate(task, placement.node)
-        return None if job.n_ready >= job.min_available else FitErrors(len(ssn.node_list))
 
 
 @dataclass

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asyncsched.framework import FitErrors, Session, Slot
+from asyncsched.framework import FitErrors, Session, Slot, Statement
 from asyncsched.framework.hooks import PREDICATE, BoolArray, FloatArray, IntArray
-from asyncsched.model import NodeInfo, NodeTable, TaskInfo, kernels
+from asyncsched.model import JobInfo, NodeInfo, NodeTable, TaskInfo, TaskStatus, kernels
 from asyncsched.model.node_table import Vector
 from asyncsched.model.resource import PODS
 
@@ -43,6 +43,7 @@ __all__ = [
     "fit_masks",
     "insufficient_counts",
     "insufficient_reason",
+    "place_best_effort_members",
     "share_failure",
 ]
 
@@ -211,6 +212,44 @@ def find_node(
         k = best_index(scores)
         chosen, score = int(tier[k]), float(scores[k])
     return Placement(nodes[chosen], chosen, score, bool(fits_idle[chosen]))
+
+
+def place_best_effort_members(
+    ssn: Session,
+    job: JobInfo,
+    stmt: Statement,
+    confined: Sequence[tuple[str, BoolArray]] = (),
+    *,
+    pipeline: bool = False,
+) -> FitErrors | None:
+    """Place the pending BestEffort members a gang counts as ready (as Volcano's gang
+    does) until minAvailable members really hold a node; None when they do, else why
+    one of them fits nowhere. Volcano leaves them to backfill, and a gang whose
+    BestEffort member then finds no room runs below its minMember.
+
+    With ``pipeline`` (preempt and reclaim, asking whether the gang will be whole once
+    its victims are gone) a member may also wait for releasing room, and pipelined
+    members count as held."""
+
+    def held() -> int:
+        return job.n_ready + (job.waiting_task_num() if pipeline else 0)
+
+    if held() >= job.min_available or not job.n_pending_best_effort:
+        return None
+    members = sorted(
+        (t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort), key=ssn.task_key()
+    )
+    for task in members:
+        if held() >= job.min_available:
+            return None
+        placement = find_node(ssn, task, extra_failures=confined)
+        if placement is None or not (placement.fits_idle or pipeline):
+            return ssn.fit_failures.get(task.uid) or FitErrors(len(ssn.node_list))
+        if placement.fits_idle:
+            stmt.allocate(task, placement.node)
+        else:
+            stmt.pipeline(task, placement.node)
+    return None if held() >= job.min_available else FitErrors(len(ssn.node_list))
 
 
 class _Blocked:

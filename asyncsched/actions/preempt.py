@@ -10,7 +10,10 @@ tasks of *other jobs of the same queue* that are preemptable (the
 gang; conformance: no critical pods; drf), and victims are chosen as
 ``asyncsched.actions.eviction`` describes. The task is pipelined onto the node
 and its pod nominated there. The job's evictions are committed only if the job
-is then pipelined (``job_pipelined``); otherwise they are all undone.
+is then pipelined (``job_pipelined``) and the BestEffort members gang counts
+toward that have a node, as allocate requires; otherwise they are all undone.
+Volcano counts them unchecked, so a gang whose BestEffort member fits no node
+evicts for room it can never use.
 
 Victims are taken only when, with them gone, the starving job still comes
 before each victim's job in job order: allocate serves a queue's jobs in that
@@ -33,7 +36,7 @@ from typing import ClassVar
 import numpy as np
 
 from asyncsched.actions.eviction import RoomMaker, never_preempts
-from asyncsched.actions.placement import first_failures
+from asyncsched.actions.placement import first_failures, place_best_effort_members
 from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
 from asyncsched.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
@@ -87,7 +90,7 @@ class PreemptAction:
             task = tasks.popleft()
             if not never_preempts(task):
                 place(ssn, maker, stmt, queue, task, accept)
-        if ssn.job_pipelined(job):
+        if pipelined(ssn, job, stmt):
             commit(ssn, stmt, self.name)
         else:
             stmt.discard()
@@ -129,6 +132,20 @@ def place(
         if maker.on_node(stmt, task, queue, node, usable):
             return True
     return False
+
+
+def pipelined(ssn: Session, job: JobInfo, stmt: Statement) -> bool:
+    """Whether the job is pipelined with the statement's evictions (``job_pipelined``), and
+    the pending BestEffort members gang counts toward that can be placed: allocate keeps a
+    gang only once they are (``place_best_effort_members``). One that fits no node leaves
+    the gang never whole; the room its evictions made would go back to the victims' jobs,
+    whose controllers make their pods again, to be evicted again, every session."""
+    if not ssn.job_pipelined(job):
+        return False
+    mark = stmt.mark()
+    missing = place_best_effort_members(ssn, job, stmt, pipeline=True)
+    stmt.undo_to(mark)
+    return missing is None
 
 
 def commit(ssn: Session, stmt: Statement, action: str) -> None:

@@ -18,7 +18,8 @@ that the two queues would trade back). Victims are chosen as
 ``spec.guarantee``, and the task is placed only if its queue may take it once
 they are gone (``allocatable``: in a capacity tree, room a sibling queue gives
 back is room in their parent). The job's evictions are committed only if it is
-then pipelined. The queue goes back into the ordering while it has starving
+then pipelined and the BestEffort members gang counts toward that have a node
+(as in preempt). The queue goes back into the ordering while it has starving
 jobs, so queues alternate job by job.
 
 Unlike Volcano, Bound pods are victims as well as Running ones, the predicates
@@ -41,7 +42,7 @@ from collections import deque
 from typing import ClassVar
 
 from asyncsched.actions.eviction import RoomMaker, never_preempts
-from asyncsched.actions.preempt import commit, place
+from asyncsched.actions.preempt import commit, pipelined, place
 from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
 from asyncsched.framework.hooks import OVERUSED, PREEMPTIVE, SHARE_RECLAIMABLE
@@ -99,7 +100,7 @@ class ReclaimAction:
                 if never_preempts(task) or not ssn.preemptive(queue, [task]):
                     continue
                 place(ssn, maker, stmt, queue, task, accept, scored=False)
-            if ssn.job_pipelined(job):
+            if pipelined(ssn, job, stmt):
                 commit(ssn, stmt, self.name)
             else:
                 stmt.discard()

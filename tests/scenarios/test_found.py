@@ -141,6 +141,23 @@ def test_preempt_never_takes_room_the_victims_job_would_take_back(
     assert "default/late" in [s["name"] for s in run.summary["stuck"]]
 
 
+def test_a_gang_that_can_never_be_whole_evicts_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(
+        capsys,
+        tmp_path,
+        "found-preempt-gang-never-whole.yaml",
+        config="found-preempt-loop-config.yaml",
+        extra=["--until", "100"],
+    )
+
+    assert run.of("evicted") == []
+    assert run.code == 4, run.stdout  # stuck: pair's BestEffort member fits no node
+    assert [s["name"] for s in run.summary["stuck"]] == ["default/pair"]
+    assert list(run.placements().values()) == ["node-0"]  # web's one pod, bound once
+
+
 def test_each_preemptor_costs_one_eviction_when_the_victims_were_settled(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from asyncsched.backends.kube.controllers import ControllerManager, ControllerOptions
+from asyncsched.backends.kube.controllers.hypernodes import DISCOVERY_CONFIG
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 from asyncsched.cli.exits import EXIT_BAD_INPUT
 from asyncsched.cli.replica import add_replica_flags, run_replica
@@ -37,10 +38,25 @@ def register(commands: Any) -> None:
     )
     run.add_argument("--tls-cert", metavar="FILE", default="", help="the webhook's certificate")
     run.add_argument("--tls-key", metavar="FILE", default="", help="the webhook's private key")
+    run.add_argument(
+        "--hypernode-discovery-config",
+        metavar="NAMESPACE/NAME",
+        default=DISCOVERY_CONFIG,
+        help="the ConfigMap whose volcano-controller.conf may ask for HyperNode discovery "
+        "from node labels, as Volcano's (default: %(default)s; '' = off)",
+    )
     run.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    reference = args.hypernode_discovery_config
+    if reference and (reference.count("/") != 1 or not all(reference.split("/"))):
+        print(
+            f"asyncsched: error: --hypernode-discovery-config {reference!r} must be "
+            "NAMESPACE/NAME, or '' for no discovery",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     if args.webhook_port:
         for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
             if not path or not os.path.isfile(path):
@@ -67,5 +83,6 @@ async def _controllers(args: argparse.Namespace) -> int:
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         workers=args.workers,
+        discovery_config=args.hypernode_discovery_config,
     )
     return await run_replica(args, lambda client: ControllerManager(client, options).run)

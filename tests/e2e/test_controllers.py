@@ -626,3 +626,85 @@ async def test_job_suspend_and_resume_from_the_command_line(env: Env) -> None:
     assert {p["metadata"]["name"] for p in pods} == {"pausable-worker-0", "pausable-worker-1"}
     phase = (await env.job("pausable"))["status"]["state"]["phase"]
     assert phase != "Aborted", "resumed"
+
+
+HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+DISCOVERY_CONFIG = "/api/v1/namespaces/volcano-system/configmaps"
+
+
+async def _racks(env: Env, key: str) -> dict[str, set[str]]:
+    """The HyperNodes discovered from label ``key``: its value -> their node members."""
+    found = await env.items(HYPERNODES, f"volcano.sh/network-topology-source=label,{key}")
+    return {
+        hn["metadata"]["labels"][key]: {
+            m["selector"]["exactMatch"]["name"] for m in hn["spec"]["members"]
+        }
+        for hn in found
+    }
+
+
+async def test_hypernodes_discovered_from_node_labels_hold_a_hard_topology_job(
+    env: Env, testbed: Testbed
+) -> None:
+    """Volcano's controller configuration asks for discovery from a rack label: one HyperNode
+    per rack appears, a hard-mode Job limited to tier 1 runs inside one rack, a relabelled
+    node moves to its new rack, and the HyperNodes go with the configuration."""
+    key = f"e2e.asyncsched.io/rack-{env.ns}"[:63]
+    prefix = f"rack-{env.ns[-8:]}-"
+    nodes = await testbed.add_nodes(
+        env.kube.api, 4, {"cpu": "2", "memory": "8Gi", "pods": "110"},
+        labels={HOLD: env.ns}, prefix=prefix,
+    )  # fmt: skip
+    for i, name in enumerate(nodes):
+        patch = {"metadata": {"labels": {key: "r1" if i < 2 else "r2"}}}
+        await request(env.kube.api, "PATCH", f"/api/v1/nodes/{name}", patch,
+                      "application/merge-patch+json")  # fmt: skip
+    with contextlib.suppress(ApiException):
+        await request(env.kube.api, "POST", "/api/v1/namespaces",
+                      {"metadata": {"name": "volcano-system"}})  # fmt: skip
+    conf = yaml.safe_dump({"networkTopologyDiscovery": [{
+        "source": "label", "enabled": True,
+        "config": {"networkTopologyTypes": {"e2e": [
+            {"nodeLabel": key}, {"nodeLabel": "kubernetes.io/hostname"}]}},
+    }]})  # fmt: skip
+    config_map = {"metadata": {"name": "volcano-controller-configmap"},
+                  "data": {"volcano-controller.conf": conf}}  # fmt: skip
+    await request(env.kube.api, "POST", DISCOVERY_CONFIG, config_map)
+    try:
+
+        async def discovered() -> bool:
+            return await _racks(env, key) == {"r1": set(nodes[:2]), "r2": set(nodes[2:])}
+
+        await env.wait(discovered, 30, "two racks discovered from the node labels")
+
+        tasks = [_task("worker", 4, held=env.ns)]
+        tasks[0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+        job = _job("racked", tasks, minAvailable=4,
+                   networkTopology={"mode": "hard", "highestTierAllowed": 1})  # fmt: skip
+        await env.submit(job)
+
+        async def placed() -> bool:
+            return all(p["spec"].get("nodeName") for p in await env.wait_pods("racked", 4))
+
+        await env.wait(placed, 40, "the 4 pods of racked to be bound")
+        used = {p["spec"]["nodeName"] for p in await env.pods("racked")}
+        assert used in (set(nodes[:2]), set(nodes[2:])), used
+
+        patch = {"metadata": {"labels": {key: "r2"}}}
+        await request(env.kube.api, "PATCH", f"/api/v1/nodes/{nodes[1]}", patch,
+                      "application/merge-patch+json")  # fmt: skip
+
+        async def moved() -> bool:
+            return await _racks(env, key) == {"r1": {nodes[0]}, "r2": set(nodes[1:])}
+
+        await env.wait(moved, 30, f"{nodes[1]} to move to rack r2")
+    finally:
+        await request(env.kube.api, "DELETE", f"{DISCOVERY_CONFIG}/volcano-controller-configmap")
+
+        async def gone() -> bool:
+            return not await _racks(env, key)
+
+        await env.wait(gone, 30, "the discovered HyperNodes to go with the configuration")
+        for name in nodes:
+            with contextlib.suppress(ApiException):
+                await request(env.kube.api, "DELETE", f"/api/v1/nodes/{name}")

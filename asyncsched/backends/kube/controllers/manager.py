@@ -25,6 +25,11 @@ from asyncsched.backends.kube.client import KubeClient
 from asyncsched.backends.kube.controllers.admission_view import AdmissionView
 from asyncsched.backends.kube.controllers.apply import Applier
 from asyncsched.backends.kube.controllers.groups import PlainPodGroupController, ReplicaSet
+from asyncsched.backends.kube.controllers.hypernodes import (
+    DISCOVERY_CONFIG,
+    HyperNodeDiscovery,
+    config_map_kind,
+)
 from asyncsched.backends.kube.controllers.jobs import JobController
 from asyncsched.backends.kube.controllers.queues import QueueController
 from asyncsched.backends.kube.controllers.store import PodStore, Store
@@ -33,7 +38,14 @@ from asyncsched.backends.kube.controllers.workqueue import WorkQueue
 from asyncsched.backends.kube.informer import Informer, ResourceKind
 from asyncsched.backends.kube.leader import LeaderElector
 from asyncsched.backends.kube.metrics import serve_http
-from asyncsched.backends.kube.scheduler import PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES
+from asyncsched.backends.kube.scheduler import (
+    HYPERNODES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+)
 from asyncsched.backends.kube.status import StatusWriter
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 
@@ -74,6 +86,9 @@ class ControllerOptions:
     tls_key: str = ""
     workers: int = 4
     """Jobs reconciled at once (never the same Job twice at once)."""
+    discovery_config: str = DISCOVERY_CONFIG
+    """``namespace/name`` of the ConfigMap whose ``volcano-controller.conf`` may ask for
+    HyperNode discovery from node labels; '' = no discovery."""
 
 
 class ControllerMetrics:
@@ -144,6 +159,7 @@ class ControllerManager:
         )
         self.queue_controller = QueueController(client, self.queues, self.podgroups, self.commands)
         self.admission = AdmissionView(client, self.queues, self.pods, self.podgroups)
+        self.discovery = HyperNodeDiscovery(client, self._warn_config)
         self.informers: list[Informer[Any]] = [
             self._informer(JOBS, self._job_upsert, self._job_delete),
             self._informer(PODS, self._pod_upsert, self._pod_delete),
@@ -155,6 +171,15 @@ class ControllerManager:
                 PRIORITY_CLASSES, self.priority_classes.upsert, self.priority_classes.delete
             ),
         ]
+        if options.discovery_config:
+            dc = self.discovery
+            self.informers += [
+                self._informer(NODES, dc.node_upserted, dc.node_deleted),
+                self._informer(HYPERNODES, dc.hypernode_upserted, dc.hypernode_deleted),
+                self._informer(
+                    config_map_kind(options.discovery_config), dc.config_upserted, dc.config_deleted
+                ),
+            ]
         self._background: set[asyncio.Task[Any]] = set()
 
     def _informer(
@@ -236,6 +261,19 @@ class ControllerManager:
                 "Warning", api_version=_API_VERSIONS.get(kind, "v1"),
             )  # fmt: skip
 
+    def _warn_config(self, kind: str, namespace: str, name: str, problem: str) -> None:
+        """A configuration a controller cannot use as given: log and a warning Event, once."""
+        key = (kind, namespace, name, problem)
+        if key in self._reported_bad:
+            return
+        self._reported_bad.add(key)
+        log.warning("%s %s/%s: %s", kind, namespace, name, problem)
+        if self.leading.is_set():
+            self.events.event(
+                kind, namespace, name, "", "InvalidConfiguration", problem, "Warning",
+                api_version=_API_VERSIONS.get(kind, "v1"),
+            )  # fmt: skip
+
     # -- running -----------------------------------------------------------------------
 
     def synced(self) -> bool:
@@ -266,6 +304,9 @@ class ControllerManager:
                 tasks.append(asyncio.create_task(self._work("job", jc.queue, jc.handle)))
             tasks.append(asyncio.create_task(self._work("podgroup", gc.queue, gc.handle)))
             tasks.append(asyncio.create_task(self._work("queue", qc.queue, qc.handle)))
+            if opts.discovery_config:
+                dc = self.discovery
+                tasks.append(asyncio.create_task(self._work("hypernode", dc.queue, dc.handle)))
             await stop.wait()
         finally:
             for task in [*tasks, *self._background]:
@@ -302,6 +343,7 @@ class ControllerManager:
         self.job_controller.resync_all()
         self.group_controller.resync_all()
         self.queue_controller.resync_all()
+        self.discovery.resync_all()
 
     async def _work(
         self,

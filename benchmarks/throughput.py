@@ -43,6 +43,10 @@ target.put_on_path(sys.argv)
 if "--pure" in sys.argv:  # before asyncsched is imported: the facade picks its path once
     os.environ["ASYNCSCHED_PURE"] = "1"
 
+import msgspec  # noqa: E402
+
+from asyncsched.api.meta import ObjectMeta  # noqa: E402
+from asyncsched.api.topology import HyperNode, HyperNodeSpec  # noqa: E402
 from asyncsched.backends.config_source import ConfigSource  # noqa: E402
 from asyncsched.cache import ClusterCache  # noqa: E402
 from asyncsched.framework import Registry, load_configuration, run_session  # noqa: E402
@@ -93,8 +97,29 @@ def measure_evictions(args: argparse.Namespace, measured: dict[str, str]) -> Non
     )
 
 
-def build(nodes: int, jobs: int, tasks: int) -> ClusterCache:
+def network(cache: ClusterCache, nodes: int) -> None:
+    """Three tiers of HyperNodes: racks of 16 nodes, spines of 16 racks, one top switch."""
+    names = [f"n{i:05d}" for i in range(nodes)]
+
+    def hypernode(name: str, tier: int, kind: str, members: list[str]) -> HyperNode:
+        chosen = [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members]
+        return HyperNode(
+            metadata=ObjectMeta(name=name), spec=HyperNodeSpec(tier=tier, members=chosen)
+        )
+
+    racks = [f"rack{r:04d}" for r in range((nodes + 15) // 16)]
+    for r, rack in enumerate(racks):
+        cache.upsert_hypernode(hypernode(rack, 1, "Node", names[16 * r : 16 * r + 16]))
+    spines = [f"spine{s:03d}" for s in range((len(racks) + 15) // 16)]
+    for s, spine in enumerate(spines):
+        cache.upsert_hypernode(hypernode(spine, 2, "HyperNode", racks[16 * s : 16 * s + 16]))
+    cache.upsert_hypernode(hypernode("top", 3, "HyperNode", spines))
+
+
+def build(nodes: int, jobs: int, tasks: int, topology: bool = False) -> ClusterCache:
     cache = ClusterCache()
+    if topology:
+        network(cache, nodes)
     for q in range(4):
         cache.upsert_queue(queue(f"q{q}", weight=q + 1))
     for i in range(nodes):
@@ -105,7 +130,13 @@ def build(nodes: int, jobs: int, tasks: int) -> ClusterCache:
     for j in range(jobs):
         q = f"q{j % 4}"
         gpu = 1 if j % 5 == 0 else 0
-        cache.upsert_podgroup(podgroup(f"job{j:05d}", tasks, namespace=q, queue=q, phase="Pending"))
+        group = podgroup(f"job{j:05d}", tasks, namespace=q, queue=q, phase="Pending")
+        if topology:  # every job within one spine (tier 2), as tight as it fits
+            spec = {"mode": "hard", "highestTierAllowed": 2}
+            group = msgspec.structs.replace(
+                group, spec=msgspec.structs.replace(group.spec, network_topology=spec)
+            )
+        cache.upsert_podgroup(group)
         for t in range(tasks):
             cache.upsert_pod(
                 pod(
@@ -163,6 +194,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the sessions")
     parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
     parser.add_argument("--evict", action="store_true", help="measure preempt and reclaim")
+    parser.add_argument(
+        "--topology",
+        action="store_true",
+        help="HyperNodes in 3 tiers (racks of 16 nodes, spines of 16 racks) and every job "
+        "in hard mode within one spine",
+    )
     parser.add_argument("--running", type=int, default=10000, help="running pods (--evict)")
     parser.add_argument("--waiting", type=int, default=100, help="waiting pods per queue")
     args = parser.parse_args()
@@ -174,7 +211,7 @@ def main() -> None:
         measure_evictions(args, measured)
         return
 
-    cache = build(args.nodes, args.jobs, args.tasks_per_job)
+    cache = build(args.nodes, args.jobs, args.tasks_per_job, args.topology)
     loaded = ConfigSource(Registry()).current
     bound = 0
     durations = []
@@ -215,6 +252,7 @@ def main() -> None:
         json.dumps(
             {
                 "nodes": args.nodes,
+                "topology": args.topology,
                 "pods": bound,
                 "pods_per_s": round(bound / elapsed, 1),
                 "session_p99_ms": round(p99 * 1000, 1),

@@ -39,7 +39,7 @@ from asyncsched.actions.walk import Walk, ordered_tasks
 from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
 from asyncsched.framework.hooks import BoolArray
 from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
-from asyncsched.model.hypernodes import HyperNodeInfo, TopologyLimit, topology_limit
+from asyncsched.model.hypernodes import TopologyLimit, topology_limit
 from asyncsched.model.status import READY
 
 __all__ = ["AllocateAction"]
@@ -126,25 +126,28 @@ class _Allocation:
     def _allocate_by_topology(
         self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo], limit: TopologyLimit
     ) -> Statement | None:
-        """Try the gang in each candidate HyperNode of the lowest tier first; place it in
-        the best-scoring one that holds it whole (``asyncsched.actions.hypernode_search``).
-        A job already whole grows only where a trial places at least one more task."""
+        """Place the gang in the best-scoring HyperNode of the lowest tier that holds it whole
+        (``asyncsched.actions.hypernode_search``). Volcano tries every HyperNode of the
+        tier and then takes the best-scoring success; the scores do not depend on the trials
+        (each is undone), so trying them best first and keeping the first success is the
+        same choice at a fraction of the work. A job already whole grows only where a trial
+        places at least one more task."""
         ssn = self.ssn
         found = search(ssn, job, limit)
         extending = job.ready_task_num() >= job.min_available
         closest: _Trial | None = None
         for gradient in found.gradients:
-            winners: list[tuple[float, int, HyperNodeInfo]] = []
-            for i, hn in enumerate(gradient):
-                trial = self._try(job, queue, deque(tasks), {}, confine(ssn, hn))
-                trial.stmt.discard()
+            scores = [ssn.hypernode_score(job, hn) for hn in gradient]
+            for i in sorted(range(len(gradient)), key=lambda i: (-scores[i], i)):
+                left = deque(tasks)
+                trial = self._try(job, queue, left, {}, confine(ssn, gradient[i]))
                 if trial.kept and (trial.placed or not extending):
-                    winners.append((ssn.hypernode_score(job, hn), -i, hn))
-                elif not trial.kept and (closest is None or trial.placed > closest.placed):
+                    tasks.clear()
+                    tasks.extend(left)
+                    return self._settle(job, trial)
+                trial.stmt.discard()
+                if not trial.kept and (closest is None or trial.placed > closest.placed):
                     closest = trial
-            if winners:
-                chosen = max(winners, key=lambda w: (w[0], w[1]))[2]
-                return self._settle(job, self._try(job, queue, tasks, {}, confine(ssn, chosen)))
         tasks.clear()  # nothing more fits within the limit this session
         if extending:
             return Statement(ssn)  # whole already: nothing to undo, nothing to report

@@ -60,17 +60,22 @@ def search(ssn: Session, job: JobInfo, limit: TopologyLimit) -> Search:
             )
             return Search([], why)
         root = next(h for h in reversed(tree.ancestors(used.name)) if h.tier <= limit.tier)
-    need = _still_needed(job)
-    by_tier: dict[int, list[HyperNodeInfo]] = {}
-    frontier = [root]
-    while frontier:
-        hn = frontier.pop()
-        frontier.extend(tree.hypernodes[c] for c in hn.children)
-        if hn.tier > limit.tier or not hn.nodes:
-            continue
-        if placed or _has_room(ssn, hn, need):
-            by_tier.setdefault(hn.tier, []).append(hn)
-    gradients = [sorted(by_tier[t], key=lambda h: h.name) for t in sorted(by_tier)]
+    places = ssn.state(_PLACES)
+    need = ssn.table.vector(_still_needed(job))
+    under: set[str] | None = None if root.name == CLUSTER_TOP else _subtree(ssn, root)
+    gradients = []
+    for tier in sorted({h.tier for h in tree.hypernodes.values()}):
+        if tier > limit.tier:
+            break
+        names, room = places.tier(ssn, tier, need)
+        chosen = [
+            tree.hypernodes[name]
+            for i, name in enumerate(names)
+            if (under is None or name in under) and (placed or room[i])
+        ]
+        chosen = [hn for hn in chosen if hn.nodes]
+        if chosen:
+            gradients.append(chosen)
     if limit.mode == "soft" and gradients and gradients[-1][0].name == CLUSTER_TOP:
         unions = _fewest_top_level(ssn, root)
         if unions:
@@ -84,23 +89,72 @@ def confine(ssn: Session, hn: HyperNodeInfo) -> list[tuple[str, BoolArray]]:
     """The failure mask keeping a task to ``hn`` (none for the whole cluster)."""
     if hn.name == CLUSTER_TOP:
         return []
-    masks = ssn.state(_MASKS)
-    found = masks.get(hn.name)
+    places = ssn.state(_PLACES)
+    found = places.masks.get(hn.name)
     if found is None:
-        outside = np.array([n.name not in hn.nodes for n in ssn.node_list], dtype=np.bool_)
-        found = masks[hn.name] = (f"not in HyperNode {hn.name}", outside)
+        outside = np.ones(len(ssn.node_list), dtype=np.bool_)
+        outside[_rows(ssn, hn)] = False
+        found = places.masks[hn.name] = (f"not in HyperNode {hn.name}", outside)
     return [found]
 
 
-_MASKS: Slot[dict[str, tuple[str, BoolArray]]] = Slot(
-    __name__, dict, "Per HyperNode, the nodes outside it (the same array all session)."
-)
+class _Places:
+    """Per session: each node's row, each HyperNode's rows and mask, and for each tier the
+    HyperNode of every node, made once."""
+
+    def __init__(self) -> None:
+        self.row: dict[str, int] | None = None
+        self.rows: dict[str, IntArray] = {}
+        self.masks: dict[str, tuple[str, BoolArray]] = {}
+        self.tiers: dict[int, tuple[list[str], IntArray]] = {}
+        self.overlapping: set[int] = set()
+
+    def tier(self, ssn: Session, tier: int, need: np.ndarray) -> tuple[list[str], BoolArray]:
+        """The tier's HyperNodes (by name) and, for each, whether its nodes together have
+        ``need`` idle, now or once releasing pods are gone (one pass over the nodes)."""
+        found = self.tiers.get(tier)
+        if found is None:
+            tree = ssn.hypernodes
+            names = sorted(h.name for h in tree.hypernodes.values() if h.tier == tier)
+            index = np.full(len(ssn.node_list), len(names), dtype=np.intp)
+            shared = False
+            for i, name in enumerate(names):
+                rows = _rows(ssn, tree.hypernodes[name])
+                shared = shared or bool((index[rows] != len(names)).any())
+                index[rows] = i
+            found = self.tiers[tier] = (names, index)
+            if shared:
+                self.overlapping.add(tier)
+        names, index = found
+        table = ssn.table
+        if tier in self.overlapping:  # a node in two HyperNodes of the tier: one by one
+            tree = ssn.hypernodes
+            return names, np.array([_has_room(ssn, tree.hypernodes[n], need) for n in names])
+        n, slots = len(ssn.node_list), len(names) + 1
+        idle = table.idle[:n]
+        future = idle + table.releasing[:n] - table.pipelined[:n]
+        room_now = np.ones(slots, dtype=np.bool_)
+        room_later = np.ones(slots, dtype=np.bool_)
+        for d in np.flatnonzero(need > 0):
+            room_now &= np.bincount(index, idle[:, d], slots) >= need[d]
+            room_later &= np.bincount(index, future[:, d], slots) >= need[d]
+        room: BoolArray = (room_now | room_later)[:-1]
+        return names, room
+
+
+_PLACES: Slot[_Places] = Slot(__name__, _Places, "Rows and masks of HyperNodes, per session.")
 
 
 def _rows(ssn: Session, hn: HyperNodeInfo) -> IntArray:
-    masks = confine(ssn, hn)
-    rows: IntArray = np.flatnonzero(~masks[0][1]) if masks else np.arange(len(ssn.node_list))
-    return rows
+    places = ssn.state(_PLACES)
+    found = places.rows.get(hn.name)
+    if found is None:
+        if places.row is None:
+            places.row = {node.name: i for i, node in enumerate(ssn.node_list)}
+        row = places.row
+        found = np.array(sorted(row[n] for n in hn.nodes if n in row), dtype=np.intp)
+        places.rows[hn.name] = found
+    return found
 
 
 def _still_needed(job: JobInfo) -> Resource:
@@ -113,14 +167,23 @@ def _still_needed(job: JobInfo) -> Resource:
     return need
 
 
-def _has_room(ssn: Session, hn: HyperNodeInfo, need: Resource) -> bool:
+def _has_room(ssn: Session, hn: HyperNodeInfo, need: np.ndarray) -> bool:
     """Whether ``hn``'s nodes together have ``need`` idle, now or once releasing pods go."""
     table = ssn.table
     rows = _rows(ssn, hn)
-    wanted = table.vector(need)
     idle = table.idle[rows].sum(axis=0)
     future = idle + table.releasing[rows].sum(axis=0) - table.pipelined[rows].sum(axis=0)
-    return bool((wanted <= idle).all() or (wanted <= future).all())
+    return bool((need <= idle).all() or (need <= future).all())
+
+
+def _subtree(ssn: Session, root: HyperNodeInfo) -> set[str]:
+    tree = ssn.hypernodes
+    found, frontier = set(), [root.name]
+    while frontier:
+        name = frontier.pop()
+        found.add(name)
+        frontier.extend(tree.hypernodes[name].children)
+    return found
 
 
 def _fewest_top_level(ssn: Session, root: HyperNodeInfo) -> list[HyperNodeInfo]:

@@ -220,9 +220,9 @@ HYPERNODE_ORDER: Hook[HyperNodeOrderFn] = Hook(
     "hypernode_order",
     "enabledHyperNodeOrder",
     dispatch.sum_scores,
-    "Score a HyperNode in which the whole gang fits (the allocate action tried it), to "
-    "choose among the HyperNodes of the lowest tier that holds the job. Asked after the "
-    "trial placement was undone.",
+    "Score a candidate HyperNode for a gang, to choose among the HyperNodes of the lowest "
+    "tier that holds the job: allocate tries them best first and keeps the first in which "
+    "the gang is whole. Asked before any trial, on the session as it is.",
     answers=answers.SCORE,
     mutates=False,
     cheap=False,

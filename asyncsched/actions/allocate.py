@@ -37,7 +37,7 @@ from asyncsched.actions.hypernode_search import confine, search
 from asyncsched.actions.placement import find_node, place_best_effort_members, share_failure
 from asyncsched.actions.walk import Walk, ordered_tasks
 from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
-from asyncsched.framework.hooks import BoolArray
+from asyncsched.framework.hooks import HYPERNODE_ORDER, BoolArray
 from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from asyncsched.model.hypernodes import TopologyLimit, topology_limit
 from asyncsched.model.status import READY
@@ -137,8 +137,11 @@ class _Allocation:
         extending = job.ready_task_num() >= job.min_available
         closest: _Trial | None = None
         for gradient in found.gradients:
-            scores = [ssn.hypernode_score(job, hn) for hn in gradient]
-            for i in sorted(range(len(gradient)), key=lambda i: (-scores[i], i)):
+            order: list[int] | range = range(len(gradient))
+            if ssn.has(HYPERNODE_ORDER):  # without a scorer every score is 0: name order
+                scores = [ssn.hypernode_score(job, hn) for hn in gradient]
+                order = sorted(order, key=lambda i: (-scores[i], i))
+            for i in order:
                 left = deque(tasks)
                 trial = self._try(job, queue, left, {}, confine(ssn, gradient[i]))
                 if trial.kept and (trial.placed or not extending):

@@ -435,3 +435,50 @@ async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed:
     finally:
         scheduler.terminate()
         await configure(shipped)
+
+
+async def test_a_hypernode_cycle_is_a_warning_event_and_topology_jobs_wait_with_the_reason(
+    bed: Bed,
+) -> None:
+    """Two HyperNodes that list each other: each session still runs, the HyperNode gets a
+    warning Event, a job with networkTopology waits saying why, and a job without it runs."""
+    names = [f"loop-{bed.label}-{i}"[:63] for i in range(2)]
+    path = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+    for i, name in enumerate(names):
+        member = {"type": "HyperNode", "selector": {"exactMatch": {"name": names[1 - i]}}}
+        await request(bed.kube.api, "POST", path, {
+            "apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+            "metadata": {"name": name}, "spec": {"tier": 2 + i, "members": [member]},
+        })  # fmt: skip
+    scheduler = bed.scheduler()
+    try:
+        group = bed.podgroup("netted", 1)
+        group["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+        await bed.submit(group, bed.pod("netted-0", group="netted"), bed.pod("plain"))
+        await bed.wait_bound({"plain"})
+
+        async def told() -> bool:
+            listed = await request(bed.kube.api, "GET", "/api/v1/namespaces/default/events")
+            return any(
+                e["reason"] == "InvalidHyperNode" and e["involvedObject"]["name"] in names
+                for e in listed["items"]
+            )
+
+        await wait_for(told, 20, "an InvalidHyperNode Event")
+
+        async def reason() -> str:
+            conditions = (await bed.podgroup_status("netted")).get("conditions", [])
+            found = [c["message"] for c in conditions if c["type"] == "Unschedulable"]
+            return found[0] if found else ""
+
+        async def waiting() -> bool:
+            return "hyperNodes are not ready" in await reason()
+
+        await wait_for(waiting, 20, "PodGroup netted to say the HyperNodes are not ready")
+        assert "cyclic membership" in await reason()
+        assert not (await bed.placements())["netted-0"]
+        assert scheduler.alive()
+    finally:
+        scheduler.terminate()
+        for name in names:
+            await request(bed.kube.api, "DELETE", f"{path}/{name}")

@@ -16,6 +16,7 @@ from asyncsched.plugins.pdb import PdbPlugin
 from asyncsched.plugins.predicates import PredicatesPlugin
 from asyncsched.plugins.priority import PriorityPlugin
 from asyncsched.plugins.proportion import ProportionPlugin
+from asyncsched.plugins.task_topology import TaskTopologyPlugin
 
 BUILTIN_PLUGINS: dict[str, PluginBuilder] = {
     plugin.name: plugin
@@ -32,6 +33,7 @@ BUILTIN_PLUGINS: dict[str, PluginBuilder] = {
         BinpackPlugin,
         PdbPlugin,
         NetworkTopologyAwarePlugin,
+        TaskTopologyPlugin,
     )
 }
 

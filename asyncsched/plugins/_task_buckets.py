@@ -37,7 +37,7 @@ __all__ = [
     "AFFINITY",
     "ANNOTATIONS",
     "ANTI_AFFINITY",
-    "TASK_ORDER",
+    "ORDER",
     "Bucket",
     "JobBuckets",
     "Relations",
@@ -48,8 +48,8 @@ __all__ = [
 
 AFFINITY = "volcano.sh/task-topology-affinity"
 ANTI_AFFINITY = "volcano.sh/task-topology-anti-affinity"
-TASK_ORDER = "volcano.sh/task-topology-task-order"
-ANNOTATIONS = (AFFINITY, ANTI_AFFINITY, TASK_ORDER)
+ORDER = "volcano.sh/task-topology-task-order"
+ANNOTATIONS = (AFFINITY, ANTI_AFFINITY, ORDER)
 
 _MI = 1024 * 1024
 
@@ -83,7 +83,7 @@ def read_topology(annotations: Mapping[str, str], roles: Collection[str]) -> Top
         return None
     affinity = _groups(annotations, AFFINITY, roles)
     anti_affinity = _groups(annotations, ANTI_AFFINITY, roles)
-    order = _group(TASK_ORDER, annotations.get(TASK_ORDER, ""), roles)
+    order = _group(ORDER, annotations.get(ORDER, ""), roles)
     return Topology(affinity, anti_affinity, order)
 
 

@@ -120,7 +120,9 @@ class TaskTopologyPlugin:
                 continue
             if not job.tasks:  # a Job's pods come after its PodGroup
                 continue
+            # A Job's PodGroup names every task in minTaskMember, even before its pods exist.
             roles = {task.role for task in job.tasks.values() if task.role}
+            roles.update(job.min_task_member)
             try:
                 topology = read_topology(annotations, roles)
             except TopologyError as exc:

@@ -65,12 +65,16 @@ def simulate(
     return Run(code, captured.out, captured.err, events, document)
 
 
-def simulation(*files: str, until: float | None = None) -> Simulation:
+def simulation(
+    *files: str | Path, until: float | None = None, config: str | Path | None = None
+) -> Simulation:
     """The Simulation object itself (for ``objects()``), built as the CLI builds it."""
     from asyncsched.backends.config_source import ConfigSource
     from asyncsched.framework import Registry
 
-    sim = Simulation(load_manifests([YAML / f for f in files]), ConfigSource(Registry(), None))
+    conf = YAML / config if isinstance(config, str) else config
+    source = ConfigSource(Registry(), conf)
+    sim = Simulation(load_manifests([YAML / f if isinstance(f, str) else f for f in files]), source)
     sim.run(until=until)
     return sim
 

@@ -242,6 +242,9 @@ tiers:
       binpack.weight: 10
       binpack.resources: nvidia.com/gpu
       binpack.resources.nvidia.com/gpu: 2
+  - name: task-topology
+    arguments:
+      task-topology.weight: 10
 """
 """Every built-in plugin, with the queue shares kept by one of the two plugins that keep them."""
 

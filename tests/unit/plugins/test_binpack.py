@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from asyncsched.api.core import Node, Pod
 from asyncsched.framework import ArgumentError, Arguments, Session, parse_configuration
-from asyncsched.model import TaskInfo
 from asyncsched.plugins.binpack import BinpackPlugin
 from tests.builders import node, pod, snapshot
+from tests.session_probes import scores
 
 CONF = """
 actions: "allocate"
@@ -28,16 +27,6 @@ def open_session(objects: list[Node | Pod], args: dict[str, object] | None = Non
     ssn = Session(snapshot(*objects), parse_configuration(CONF), {"binpack": plugin})
     plugin.on_session_open(ssn)
     return ssn
-
-
-def task(ssn: Session, name: str) -> TaskInfo:
-    return next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == name)
-
-
-def scores(ssn: Session, name: str) -> dict[str, float]:
-    rows = np.arange(len(ssn.node_list), dtype=np.intp)
-    found = ssn.node_scores(task(ssn, name), rows)
-    return {ssn.node_list[i].name: round(float(s), 6) for i, s in zip(rows, found, strict=True)}
 
 
 def running(name: str, on: str, cpu: str, memory: str, gpu: int = 0) -> Pod:

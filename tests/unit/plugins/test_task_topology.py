@@ -6,7 +6,6 @@ import logging
 import re
 
 import msgspec
-import numpy as np
 import pytest
 
 from asyncsched.api import Condition, Node, Pod, PodGroup
@@ -20,7 +19,6 @@ from asyncsched.framework import (
     parse_configuration,
 )
 from asyncsched.framework.hooks import BATCH_NODE_ORDER, TASK_ORDER
-from asyncsched.model import TaskInfo
 from asyncsched.plugins._task_buckets import (
     AFFINITY,
     ANTI_AFFINITY,
@@ -33,6 +31,7 @@ from asyncsched.plugins._task_buckets import (
 )
 from asyncsched.plugins.task_topology import INVALID_CONDITION, TaskTopologyPlugin
 from tests.builders import node, pod, podgroup, snapshot
+from tests.session_probes import scores, task
 
 CONF = """
 actions: "allocate"
@@ -153,16 +152,6 @@ def open_session(*objects: Node | Pod | PodGroup, args: dict[str, object] | None
     ssn = Session(snapshot(*objects), parse_configuration(CONF), {"task-topology": plugin})
     plugin.on_session_open(ssn)
     return ssn
-
-
-def task(ssn: Session, name: str) -> TaskInfo:
-    return next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == name)
-
-
-def scores(ssn: Session, name: str) -> dict[str, float]:
-    rows = np.arange(len(ssn.node_list), dtype=np.intp)
-    found = ssn.node_scores(task(ssn, name), rows)
-    return {ssn.node_list[i].name: round(float(s), 6) for i, s in zip(rows, found, strict=True)}
 
 
 def order(ssn: Session, job: str = "default/tf") -> list[str]:

@@ -9,6 +9,9 @@ means minMember pods placed: the gang counts pending BestEffort members as ready
 (as Volcano's does), but those are the ones backfill is still placing, and one
 that then fits no node would leave the gang running below its minMember.
 
+A pod of a job with ``networkTopology`` goes only inside the HyperNodes its limit
+allows, as allocate places the job's other pods (Volcano's backfill ignores topology).
+
 Not yet here: Volcano also un-pipelines BestEffort tasks some earlier action
 pipelined and retries them; allocate never pipelines BestEffort tasks, and
 Statement has no un-pipeline yet.
@@ -18,10 +21,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from asyncsched.actions.placement import find_node
+import numpy as np
+
+from asyncsched.actions.hypernode_search import confine, search
+from asyncsched.actions.placement import Placement, find_node
 from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
 from asyncsched.model import JobInfo, TaskInfo
+from asyncsched.model.hypernodes import topology_limit
 
 __all__ = ["BackfillAction"]
 
@@ -35,7 +42,7 @@ class BackfillAction:
     def execute(self, ssn: Session) -> None:
         waiting: dict[str, Statement] = {}
         for job, task in _pending_best_effort(ssn):
-            placement = find_node(ssn, task, pipeline=False, resources=False)
+            placement = _place(ssn, job, task)
             if placement is None:
                 continue
             stmt = waiting.pop(job.uid, None) or Statement(ssn)
@@ -46,6 +53,31 @@ class BackfillAction:
                 waiting[job.uid] = stmt
         for stmt in waiting.values():
             stmt.discard()
+
+
+def _place(ssn: Session, job: JobInfo, task: TaskInfo) -> Placement | None:
+    """A node for the task; for a job with ``networkTopology``, within the HyperNodes its
+    limit allows, lowest tier first, as allocate places its other pods."""
+    limit = None
+    if job.network_topology is not None:
+        limit = topology_limit(job.network_topology, ssn.hypernodes)
+    if limit is None or not (limit.problem or ssn.hypernodes.has_topology):
+        return find_node(ssn, task, pipeline=False, resources=False)
+    found = search(ssn, job, limit)
+    if not found.gradients:
+        nowhere = np.ones(len(ssn.node_list), dtype=np.bool_)
+        find_node(ssn, task, pipeline=False, resources=False,
+                  extra_failures=[(found.why_none, nowhere)])  # fmt: skip
+        return None
+    for gradient in found.gradients:
+        for hn in gradient:
+            confined = confine(ssn, hn)
+            placement = find_node(
+                ssn, task, pipeline=False, resources=False, extra_failures=confined
+            )
+            if placement is not None:
+                return placement
+    return None
 
 
 def _pending_best_effort(ssn: Session) -> list[tuple[JobInfo, TaskInfo]]:

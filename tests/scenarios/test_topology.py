@@ -230,3 +230,13 @@ def test_a_discovery_configuration_that_cannot_be_read_is_a_warning_line(
         warning
     )
     assert "must be a list of {nodeLabel: <label key>}: no HyperNode is discovered" in warning
+
+
+def test_a_best_effort_pod_of_a_hard_topology_group_stays_inside_its_hypernodes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "found-best-effort-topology.yaml", extra=["--until", "30"])
+
+    assert run.placements() == {}
+    line = next(s for s in run.stdout.splitlines() if "default/pg0" in s and "(1 pod)" in s)
+    assert "not in HyperNode rack-a" in line and "unschedulable" in line, line

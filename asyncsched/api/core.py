@@ -11,12 +11,14 @@ from typing import Any
 import msgspec
 
 from asyncsched.api.meta import Condition, Int32, ObjectMeta
+from asyncsched.api.selectors import LabelSelector
 
 __all__ = [
     "SYSTEM_PRIORITY_CLASSES",
     "Affinity",
     "ConfigMap",
     "Container",
+    "ContainerPort",
     "ContainerState",
     "ContainerStateTerminated",
     "ContainerStatus",
@@ -28,6 +30,8 @@ __all__ = [
     "NodeSpec",
     "NodeStatus",
     "Pod",
+    "PodAffinity",
+    "PodAffinityTerm",
     "PodSpec",
     "PodStatus",
     "PreferredSchedulingTerm",
@@ -35,6 +39,8 @@ __all__ = [
     "ResourceRequirements",
     "Taint",
     "Toleration",
+    "TopologySpreadConstraint",
+    "WeightedPodAffinityTerm",
 ]
 
 Quantity = str | int | float
@@ -45,11 +51,22 @@ class ResourceRequirements(msgspec.Struct, rename="camel", omit_defaults=True):
     limits: dict[str, Quantity] = {}
 
 
+class ContainerPort(msgspec.Struct, rename="camel", omit_defaults=True):
+    """A container's port; only ``hostPort`` (with its protocol and IP) matters to scheduling."""
+
+    container_port: Int32 = 0
+    host_port: Int32 = 0
+    host_ip: str = ""
+    protocol: str = "TCP"
+    name: str = ""
+
+
 class Container(msgspec.Struct, rename="camel", omit_defaults=True):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     env: list[dict[str, Any]] = []
+    ports: list[ContainerPort] = []
 
 
 class NodeSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=True):
@@ -77,10 +94,47 @@ class NodeAffinity(msgspec.Struct, rename="camel", omit_defaults=True):
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
 
 
+class PodAffinityTerm(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Pods selected by ``label_selector`` in the term's namespaces, seen per value of the
+    node label ``topology_key``. No namespaces and no namespaceSelector: the namespace of
+    the pod that carries the term; an empty namespaceSelector: every namespace."""
+
+    topology_key: str = ""
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = []
+    namespace_selector: LabelSelector | None = None
+
+
+class WeightedPodAffinityTerm(msgspec.Struct, rename="camel", omit_defaults=True):
+    weight: Int32
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(msgspec.Struct, rename="camel", omit_defaults=True):
+    """``podAffinity`` and ``podAntiAffinity`` alike (Kubernetes gives both this shape)."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
 class Affinity(msgspec.Struct, rename="camel", omit_defaults=True):
     node_affinity: NodeAffinity | None = None
-    pod_affinity: dict[str, Any] | None = None
-    pod_anti_affinity: dict[str, Any] | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(msgspec.Struct, rename="camel", omit_defaults=True):
+    """How unevenly the pods ``label_selector`` selects (in the pod's namespace) may spread
+    over the values of the node label ``topology_key``."""
+
+    max_skew: Int32
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: Int32 | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = []
 
 
 class Toleration(msgspec.Struct, rename="camel", omit_defaults=True):
@@ -97,6 +151,7 @@ class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     node_selector: dict[str, str] = {}
     affinity: Affinity | None = None
     tolerations: list[Toleration] = []
+    topology_spread_constraints: list[TopologySpreadConstraint] = []
     containers: list[Container] = []
     init_containers: list[Container] = []
     overhead: dict[str, Quantity] = {}

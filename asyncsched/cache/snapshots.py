@@ -40,6 +40,7 @@ from asyncsched.model.books import SettledTotals
 from asyncsched.model.hypernodes import HyperNodeTree
 from asyncsched.model.journal import Journal
 from asyncsched.model.snapshot import SnapshotReuseError, snapshot_differences
+from asyncsched.model.task import has_pod_rules
 
 if TYPE_CHECKING:
     from asyncsched.cache.cluster_cache import ClusterCache
@@ -101,6 +102,8 @@ class _Handed:
     tree: HyperNodeTree | None = None
     tree_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)
     """The node labels ``tree`` was built over."""
+    ruled: dict[str, TaskInfo] = field(default_factory=dict)
+    """Those of ``tasks`` whose pods have rules about other pods (``has_pod_rules``)."""
 
 
 class Snapshots:
@@ -177,19 +180,24 @@ class _Build:
         else:
             task_keys, job_keys, node_names = self._to_copy()
 
-        sources = handed.sources
+        sources, ruled = handed.sources, handed.ruled
         for key in task_keys:
             source = cache.tasks.get(key)
             if source is None:
                 handed.tasks.pop(key, None)
                 sources.pop(key, None)
+                ruled.pop(key, None)
                 continue
             old = handed.tasks.get(key)
             if old is not None and sources.get(key) is source:
                 old.reset_from(source)  # the same pod: only what sessions change can differ
             else:
-                handed.tasks[key] = self._task(source)
+                twin = handed.tasks[key] = self._task(source)
                 sources[key] = source
+                if has_pod_rules(twin.pod):
+                    ruled[key] = twin
+                else:
+                    ruled.pop(key, None)
 
         queues = self._queues()
         added: dict[str, JobInfo] = {}
@@ -229,6 +237,7 @@ class _Build:
             settled_under=handed.token if handed.settled else None,
             disruption_budgets=self._budgets(full or changes.budgets),
             hypernodes=self._tree(full or changes.hypernodes or changes.node_set, changes),
+            tasks_with_pod_rules=dict(handed.ruled),
         )
 
     def _tree(self, anew: bool, changes: Changes) -> HyperNodeTree:

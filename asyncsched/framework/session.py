@@ -69,6 +69,7 @@ from asyncsched.framework.waiting import (
 from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
 from asyncsched.model.books import SettledTotals
 from asyncsched.model.hypernodes import HyperNodeInfo
+from asyncsched.model.task import has_pod_rules
 
 __all__ = ["EventHandler", "GangAttempt", "HeapEntry", "OrderKey", "Session"]
 
@@ -147,6 +148,13 @@ class Session:
             flags = NodeFlags.of(self.node_list)
         self.node_flags: NodeFlags = flags
         """Per-row ready, unschedulable and tainted flags of ``node_list``."""
+        ruled = snapshot.tasks_with_pod_rules
+        if ruled is None:  # a snapshot made by hand
+            ruled = _tasks_with_pod_rules(snapshot)
+        self.tasks_with_pod_rules: dict[str, TaskInfo] = ruled
+        """Tasks whose pods have rules about other pods (pod affinity or anti-affinity,
+        topology spread, host ports), placed or not, by uid (read-only). Empty: no such
+        rule is in play this session."""
 
     def close(self) -> None:
         """Drop the plugins' callbacks and the per-session caches; the fields stay readable,
@@ -499,6 +507,17 @@ def _partition(
         if key not in active:
             job.touch()
     return snapshot.jobs, {}
+
+
+def _tasks_with_pod_rules(snapshot: ClusterSnapshot) -> dict[str, TaskInfo]:
+    found: dict[str, TaskInfo] = {}
+    holders: list[dict[str, TaskInfo]] = [job.tasks for job in snapshot.jobs.values()]
+    holders += [node.tasks for node in snapshot.nodes.values()]
+    for tasks in holders:
+        for uid, task in tasks.items():
+            if has_pod_rules(task.pod):
+                found[uid] = task
+    return found
 
 
 def _job_fallback(job: JobInfo) -> tuple[float, str]:

@@ -85,6 +85,11 @@ class ClusterSnapshot:
     snapshots while no budget changes)."""
     hypernodes: HyperNodeTree = EMPTY_TREE
     """The network tree (immutable, shared while no HyperNode, node or label changes)."""
+    tasks_with_pod_rules: dict[str, TaskInfo] | None = None
+    """Every task whose pod has rules about other pods (``has_pod_rules``: pod affinity or
+    anti-affinity, topology spread, host ports), by uid, placed or not; None: derived from
+    the jobs and nodes. Kept as tasks are copied, so a session learns without a pass over
+    every pod whether any such rule is in play."""
     reference: ClusterSnapshot | None = None
     """Built from scratch for checking (ASYNCSCHED_CHECK_SNAPSHOTS=1): a session on it
     must decide and report exactly what the session on this one does."""
@@ -155,6 +160,8 @@ def snapshot_differences(mine: ClusterSnapshot, fresh: ClusterSnapshot) -> list[
         found.append("disruption budgets differ")
     if mine.hypernodes != fresh.hypernodes:
         found.append("hypernode trees differ")
+    if _rule_keys(mine) != _rule_keys(fresh):
+        found.append("tasks with pod rules differ")
     flags, fresh_flags = mine.node_flags, fresh.node_flags
     if (flags is None) != (fresh_flags is None) or (
         flags is not None
@@ -198,6 +205,11 @@ def snapshot_differences(mine: ClusterSnapshot, fresh: ClusterSnapshot) -> list[
         if task.pod is not fresh_tasks[key].pod:
             found.append(f"task {key}: pod is another object")
     return found
+
+
+def _rule_keys(snapshot: ClusterSnapshot) -> set[str] | None:
+    found = snapshot.tasks_with_pod_rules
+    return None if found is None else set(found)
 
 
 def _differences(what: str, mine: Any, fresh: Any, fields: tuple[str, ...]) -> list[str]:

@@ -13,6 +13,7 @@ __all__ = [
     "PREEMPTABLE_ANNOTATION",
     "TASK_SPEC_ANNOTATION",
     "TaskInfo",
+    "has_pod_rules",
     "parse_go_bool",
     "pod_preemptable",
     "pod_requests",
@@ -54,6 +55,21 @@ def pod_role(pod: Pod) -> str:
     return meta.annotations.get(TASK_SPEC_ANNOTATION, "") or meta.labels.get(
         TASK_SPEC_ANNOTATION, ""
     )
+
+
+def has_pod_rules(pod: Pod) -> bool:
+    """Does the pod's placement depend on other pods: pod affinity or anti-affinity,
+    topology spread constraints, or a host port? (Existing pods with such rules also
+    bear on where others may go.)"""
+    spec = pod.spec
+    affinity = spec.affinity
+    if affinity is not None and (
+        affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
+    ):
+        return True
+    if spec.topology_spread_constraints:
+        return True
+    return any(port.host_port for c in spec.containers for port in c.ports)
 
 
 def pod_requests(pod: Pod) -> tuple[Resource, Resource]:

@@ -6,13 +6,19 @@ from typing import Any
 
 from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import (
+    Affinity,
     Container,
+    ContainerPort,
     NodeSpec,
     NodeStatus,
+    PodAffinity,
+    PodAffinityTerm,
     PodSpec,
     ResourceRequirements,
     Taint,
     Toleration,
+    TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 )
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.api.policy import (
@@ -64,6 +70,7 @@ def pod(
     created: str | None = None,
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
+    ports: list[ContainerPort] | None = None,
     **spec: Any,
 ) -> Pod:
     requests: dict[str, str | int | float] = {}
@@ -83,7 +90,13 @@ def pod(
         node_name=node_name,
         priority=priority,
         priority_class_name=priority_class,
-        containers=[Container(name="main", resources=ResourceRequirements(requests=requests))],
+        containers=[
+            Container(
+                name="main",
+                resources=ResourceRequirements(requests=requests),
+                ports=list(ports or []),
+            )
+        ],
         **spec,
     )
     return Pod(
@@ -98,6 +111,85 @@ def pod(
         spec=pod_spec,
         status=Pod().status.__class__(phase=phase),
     )
+
+
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def pod_term(
+    match: dict[str, str],
+    key: str = HOSTNAME,
+    *,
+    namespaces: list[str] | None = None,
+    namespace_selector: LabelSelector | None = None,
+) -> PodAffinityTerm:
+    """A pod affinity term selecting the pods labelled ``match``, per value of node label
+    ``key``."""
+    return PodAffinityTerm(
+        topology_key=key,
+        label_selector=LabelSelector(match_labels=dict(match)),
+        namespaces=list(namespaces or []),
+        namespace_selector=namespace_selector,
+    )
+
+
+def pod_affinity(
+    *required: PodAffinityTerm,
+    preferred: list[tuple[int, PodAffinityTerm]] | None = None,
+    anti_required: list[PodAffinityTerm] | None = None,
+    anti_preferred: list[tuple[int, PodAffinityTerm]] | None = None,
+) -> Affinity:
+    """``spec.affinity`` with pod affinity (``required``, ``preferred``) and pod
+    anti-affinity (``anti_required``, ``anti_preferred``) terms."""
+
+    def rules(
+        hard: list[PodAffinityTerm], soft: list[tuple[int, PodAffinityTerm]]
+    ) -> PodAffinity | None:
+        if not hard and not soft:
+            return None
+        return PodAffinity(
+            required_during_scheduling_ignored_during_execution=hard,
+            preferred_during_scheduling_ignored_during_execution=[
+                WeightedPodAffinityTerm(w, t) for w, t in soft
+            ],
+        )
+
+    return Affinity(
+        pod_affinity=rules(list(required), list(preferred or [])),
+        pod_anti_affinity=rules(list(anti_required or []), list(anti_preferred or [])),
+    )
+
+
+def anti_affinity(match: dict[str, str], key: str = HOSTNAME) -> Affinity:
+    """Required anti-affinity to the pods labelled ``match`` on node label ``key``."""
+    return pod_affinity(anti_required=[pod_term(match, key)])
+
+
+def spread(
+    match: dict[str, str],
+    key: str = ZONE,
+    *,
+    max_skew: int = 1,
+    when: str = "DoNotSchedule",
+    min_domains: int | None = None,
+    node_affinity_policy: str | None = None,
+    node_taints_policy: str | None = None,
+) -> TopologySpreadConstraint:
+    """A topology spread constraint over the pods labelled ``match``."""
+    return TopologySpreadConstraint(
+        max_skew=max_skew,
+        topology_key=key,
+        when_unsatisfiable=when,
+        label_selector=LabelSelector(match_labels=dict(match)),
+        min_domains=min_domains,
+        node_affinity_policy=node_affinity_policy,
+        node_taints_policy=node_taints_policy,
+    )
+
+
+def host_port(port: int, protocol: str = "TCP", ip: str = "") -> ContainerPort:
+    return ContainerPort(container_port=port, host_port=port, protocol=protocol, host_ip=ip)
 
 
 def podgroup(

@@ -24,10 +24,11 @@ from asyncsched.api.core import (
 from asyncsched.framework.hooks import BoolArray
 from asyncsched.model import NodeInfo
 
-__all__ = ["NodeLabels", "first_untolerated", "tolerates"]
+__all__ = ["ABSENT", "Codes", "NodeLabels", "first_untolerated", "tolerates"]
 
 Codes = npt.NDArray[np.int64]
-_ABSENT = -1
+ABSENT = -1
+"""The code of a node that lacks the label."""
 _NODE_NAME_FIELD = "metadata.name"
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
@@ -46,7 +47,7 @@ class NodeLabels:
         if found is not None:
             return found
         vocabulary: dict[str, int] = {}
-        codes = np.full(self.size, _ABSENT, dtype=np.int64)
+        codes = np.full(self.size, ABSENT, dtype=np.int64)
         for i, node in enumerate(self.nodes):
             if field:
                 value: str | None = node.name if key == _NODE_NAME_FIELD else None
@@ -56,6 +57,11 @@ class NodeLabels:
                 codes[i] = vocabulary.setdefault(value, len(vocabulary))
         self._columns[(field, key)] = (codes, vocabulary)
         return codes, vocabulary
+
+    def codes(self, key: str) -> tuple[Codes, dict[str, int]]:
+        """Each node's code for its value of label ``key`` (-1 without the label), and the
+        codes of the values; the arrays are shared, read them only."""
+        return self._column(key, field=False)
 
     def _number_column(self, key: str) -> tuple[Codes, BoolArray]:
         found = self._numbers.get(key)
@@ -87,7 +93,7 @@ class NodeLabels:
         if op in ("Exists", "DoesNotExist"):
             if values:
                 return None
-            present: BoolArray = self._column(req.key, field)[0] != _ABSENT
+            present: BoolArray = self._column(req.key, field)[0] != ABSENT
             return present if op == "Exists" else ~present
         if op in ("Gt", "Lt"):
             bound = _parse_int64(values[0]) if len(values) == 1 else None

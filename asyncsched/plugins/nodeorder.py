@@ -4,8 +4,12 @@ Volcano runs kube-scheduler's score plugins with its own weights; this module
 computes the same integer scores over the candidate rows of the node table:
 least/most allocated and balanced allocation on the node's requested amount
 plus the task's (as kube-scheduler counts a pod being placed), preferred node
-affinity and PreferNoSchedule taints normalised across the candidates. Each
-score lies in 0..100 and is multiplied by its weight.
+affinity and PreferNoSchedule taints normalised across the candidates, and,
+from the pods placed so far in the session, preferred inter-pod affinity and
+anti-affinity (InterPodAffinity) and ScheduleAnyway topology spread
+(PodTopologySpread), also normalised across the candidates
+(``asyncsched.plugins._podrules``). Each score lies in 0..100 and is
+multiplied by its weight.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from asyncsched.framework.hooks import BATCH_NODE_ORDER, BatchNodeOrderFn, Float
 from asyncsched.model import NodeInfo, NodeTable, Resource, TaskInfo, kernels
 from asyncsched.model.resource import CPU, MEMORY
 from asyncsched.plugins._nodematch import NodeLabels, tolerates
+from asyncsched.plugins._placed import placed_pods
+from asyncsched.plugins._podrules import PodRulesScorer
 
 __all__ = ["DEFAULT_WEIGHTS", "MAX_NODE_SCORE", "NodeOrderPlugin"]
 
@@ -38,9 +44,8 @@ DEFAULT_WEIGHTS: dict[str, int] = {
     "imagelocality.weight": 1,
     "podtopologyspread.weight": 2,
 }
-"""Volcano's argument names and defaults. podaffinity, imagelocality and
-podtopologyspread are accepted but score nothing: pod affinity, node images
-and topology spread constraints are not modelled."""
+"""Volcano's argument names and defaults. imagelocality is accepted but scores
+nothing: the images on nodes are not modelled."""
 
 # What kube-scheduler counts for a pod that requests no cpu or memory, so
 # best-effort pods still spread under least-allocated scoring.
@@ -60,6 +65,12 @@ class NodeOrderPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         scorer = _Scorer(ssn, self.weights)
+        affinity = self.weights["podaffinity.weight"]
+        spread = self.weights["podtopologyspread.weight"]
+        placed = placed_pods(ssn) if affinity or spread else None
+        if placed is not None:
+            placed.attach(ssn, self.name)
+            scorer.pod_rules = PodRulesScorer(placed, affinity=affinity, spread=spread)
         score: BatchNodeOrderFn = scorer
         ssn.add(BATCH_NODE_ORDER, self.name, score)
 
@@ -84,6 +95,8 @@ class _Scorer:
         self._taint_cache: dict[bytes, _Raw] = {}
         self._classes: dict[Resource, _ResourceClass] = {}
         self._epoch = -1
+        self.pod_rules: PodRulesScorer | None = None
+        """Scores from where other pods are; None when no pod of the session has such rules."""
 
     def __call__(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
         return self.scores(task, candidates)
@@ -94,6 +107,8 @@ class _Scorer:
         Kept per (request, affinity terms, tolerations) and refreshed on the rows
         that changed, like the resource scores it adds up.
         """
+        if self.pod_rules is not None and not self.pod_rules.constant(task):
+            return None
         offset = 0
         if self.affinity:
             _, constant, value = self._preferred_affinity_full(task)
@@ -133,6 +148,8 @@ class _Scorer:
                 total += self.taint * value
             else:
                 total += self.taint * _normalize(raw[candidates], reverse=True)
+        if self.pod_rules is not None:
+            total += self.pod_rules.scores(task, candidates)
         return total.astype(np.float64)
 
     def _resource_scores(self, task: TaskInfo) -> Scores:

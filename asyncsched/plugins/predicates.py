@@ -1,10 +1,20 @@
 """predicates: which nodes a task may never use, whatever their free resources.
 
-Only the node-static checks live here: unschedulable and not-ready nodes,
-nodeSelector and required node affinity, NoSchedule/NoExecute taints. They
-depend on nothing that changes during a session, so their answer is computed
-once per equivalence class (the pod template's selector, required affinity
-and tolerations) over all nodes and shared by every task of that class.
+The node-static checks: unschedulable and not-ready nodes, nodeSelector and
+required node affinity, NoSchedule/NoExecute taints. They depend on nothing
+that changes during a session, so their answer is computed once per
+equivalence class (the pod template's selector, required affinity and
+tolerations) over all nodes and shared by every task of that class.
+
+Then the checks that depend on the other pods, in kube-scheduler's order, each
+behind Volcano's switch (all on by default): host ports (NodePorts,
+``predicate.NodePortsEnable``), required pod affinity and anti-affinity,
+including placed pods' anti-affinity against the incoming pod (InterPodAffinity,
+``predicate.PodAffinityEnable``), and DoNotSchedule topology spread constraints
+(PodTopologySpread, ``predicate.PodTopologySpreadEnable``). They follow every
+pod the session places, evicts or undoes (``asyncsched.plugins._placed``); in a
+session where no pod has such rules they cost nothing.
+
 Resource fit and the pod-count limit are checked by the actions on the node
 table. Reasons are worded as kube-scheduler words them, because users,
 cluster-autoscaler and Karpenter read them from the pod's conditions.
@@ -22,9 +32,14 @@ from asyncsched.framework import Arguments, Session
 from asyncsched.framework.hooks import BATCH_PREDICATE, BoolArray
 from asyncsched.model import NodeFlags, NodeInfo, TaskInfo
 from asyncsched.plugins._nodematch import NodeLabels, first_untolerated, tolerates
+from asyncsched.plugins._placed import placed_pods
+from asyncsched.plugins._podrules import PodRulesFilter
 
 __all__ = [
     "NODE_AFFINITY_ENABLE",
+    "NODE_PORTS_ENABLE",
+    "POD_AFFINITY_ENABLE",
+    "POD_TOPOLOGY_SPREAD_ENABLE",
     "REASON_NODE_AFFINITY",
     "REASON_NOT_READY",
     "REASON_UNSCHEDULABLE",
@@ -34,16 +49,16 @@ __all__ = [
 
 NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
 TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
+NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
+POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
+POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 
 # Volcano's other switches: accepted (and type-checked) so its configurations
-# load; what they switch (ports, pod affinity, volumes, DRA) is not modelled.
+# load; what they switch (volumes, DRA, its predicate cache) is not modelled.
 _ACCEPTED_SWITCHES = (
     "predicate.CacheEnable",
-    "predicate.NodePortsEnable",
-    "predicate.PodAffinityEnable",
     "predicate.NodeVolumeLimitsEnable",
     "predicate.VolumeZoneEnable",
-    "predicate.PodTopologySpreadEnable",
     "predicate.VolumeBindingEnable",
     "predicate.DynamicResourceAllocationEnable",
 )
@@ -71,6 +86,9 @@ class PredicatesPlugin:
     def __init__(self, arguments: Arguments) -> None:
         self.node_affinity = arguments.get_bool(NODE_AFFINITY_ENABLE, True)
         self.taint_toleration = arguments.get_bool(TAINT_TOLERATION_ENABLE, True)
+        self.node_ports = arguments.get_bool(NODE_PORTS_ENABLE, True)
+        self.pod_affinity = arguments.get_bool(POD_AFFINITY_ENABLE, True)
+        self.pod_topology_spread = arguments.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)
         for key in _ACCEPTED_SWITCHES:
             arguments.get_bool(key, False)
 
@@ -78,7 +96,25 @@ class PredicatesPlugin:
         check = _StaticCheck(
             ssn.node_list, ssn.node_flags, self.node_affinity, self.taint_toleration
         )
-        ssn.add(BATCH_PREDICATE, self.name, check.failures)
+        wanted = self.node_ports or self.pod_affinity or self.pod_topology_spread
+        placed = placed_pods(ssn) if wanted else None
+        if placed is None:
+            ssn.add(BATCH_PREDICATE, self.name, check.failures)
+            return
+        placed.attach(ssn, self.name)
+        rules = PodRulesFilter(
+            placed,
+            ports=self.node_ports,
+            affinity=self.pod_affinity,
+            spread=self.pod_topology_spread,
+        )
+
+        def failures(task: TaskInfo) -> Failures:
+            static = check.failures(task)
+            more = rules.failures(task)
+            return [*static, *more] if more else static
+
+        ssn.add(BATCH_PREDICATE, self.name, failures)
 
     def on_session_close(self, ssn: Session) -> None:
         pass

@@ -1,0 +1,221 @@
+"""The pods on each node during a session, as rules about other pods see them.
+
+Pod affinity, topology spread and host ports ask which pods sit where, and a
+session changes that as it places, evicts and undoes. ``PlacedPods`` is the
+session's one index of it (a Slot, shared by predicates and nodeorder), kept
+up to date by the allocate and deallocate events those plugins pass to
+``observe``. Each part is built when a rule first asks, from the nodes as they
+are at that moment, and from then on changed by events alone; a session with
+no rule about other pods builds nothing:
+
+- ``per_node(sets, live)``: how many pods on each node row are in every one of
+  ``sets`` (one pass over all pods, the first time those sets are asked for);
+- ``imposed()``: what placed pods with rules of their own ask of others
+  (required anti-affinity, preferred terms, host ports), from the session's
+  list of such pods, without a pass over the others.
+
+A pod counts on a node while it is on the node's books (``NodeInfo.tasks``):
+bound or running, allocated or pipelined this session, and releasing, since a
+pod being deleted still holds its node (kube-scheduler counts it too). Counts
+asked ``live`` leave releasing pods out (topology spread does not count
+terminating pods). ``version`` changes whenever a pod comes, goes or starts or
+stops releasing, so answers may be cached against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from asyncsched.api import Pod
+from asyncsched.framework import EventHandler, Session, Slot
+from asyncsched.model import TaskInfo, TaskStatus
+from asyncsched.plugins._nodematch import NodeLabels
+from asyncsched.plugins._podterms import PodSet, PodTerms, Term, pod_terms
+from asyncsched.plugins._ports import host_ports
+
+__all__ = ["Imposed", "PlacedPods", "placed_pods"]
+
+K = TypeVar("K")
+R = TypeVar("R")
+Counts = npt.NDArray[np.int64]
+_Spot = tuple[int, bool]
+"""Where a task counts: its node's row, and whether it is live (not releasing)."""
+
+
+@dataclass
+class Imposed:
+    """What the placed pods that have rules of their own ask of other pods, by node row.
+
+    Each map goes from a rule to the rows of the pods that carry it, with how many
+    pods there carry it; a rule no placed pod carries any more is dropped.
+    """
+
+    anti_affinity: dict[Term, dict[int, int]] = field(default_factory=dict)
+    """Required anti-affinity terms: no pod they select may join their topology domain."""
+    preferred: dict[tuple[Term, int], dict[int, int]] = field(default_factory=dict)
+    """Preferred terms with their sign (+1 affinity, -1 anti-affinity)."""
+    ports: dict[tuple[str, int], dict[int, dict[str, int]]] = field(default_factory=dict)
+    """(protocol, host port) -> row -> address -> pods holding it."""
+
+    def add(self, terms: PodTerms, pod: Pod, row: int, sign: int) -> None:
+        """Count (``sign`` +1) or uncount (-1) one pod on ``row``."""
+        for term in terms.anti_affinity:
+            _bump_in(self.anti_affinity, term, row, sign)
+        for term in terms.preferred_affinity:
+            _bump_in(self.preferred, (term, 1), row, sign)
+        for term in terms.preferred_anti_affinity:
+            _bump_in(self.preferred, (term, -1), row, sign)
+        for protocol, port, address in host_ports(pod):
+            by_row = self.ports.setdefault((protocol, port), {})
+            _bump_in(by_row, row, address, sign)
+            if not by_row:
+                del self.ports[(protocol, port)]
+
+
+def _bump_in(table: dict[K, dict[R, int]], key: K, inner: R, sign: int) -> None:
+    """Add ``sign`` to ``table[key][inner]``, dropping what reaches zero."""
+    counts = table.setdefault(key, {})
+    left = counts.get(inner, 0) + sign
+    if left:
+        counts[inner] = left
+    else:
+        counts.pop(inner, None)
+        if not counts:
+            del table[key]
+
+
+class PlacedPods:
+    """Which pods count on which node, for the rules that ask, through one session."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.nodes = ssn.node_list
+        self.size = len(self.nodes)
+        self.labels = NodeLabels(self.nodes)
+        self.ruled = ssn.tasks_with_pod_rules
+        self.version = 0
+        self.imposed_version = 0
+        """Changes whenever a pod with rules of its own comes or goes."""
+        self._spots: dict[str, _Spot | None] = {}
+        self._counts: dict[tuple[tuple[PodSet, ...], bool], Counts] = {}
+        self._imposed: Imposed | None = None
+        self._terms: dict[int, tuple[Pod, PodTerms]] = {}
+        self._observers: set[str] = set()
+
+    def attach(self, ssn: Session, plugin: str) -> None:
+        """Have ``plugin``'s event handlers keep this index up to date (once per plugin;
+        several plugins may, ``observe`` takes each change once)."""
+        if plugin not in self._observers:
+            self._observers.add(plugin)
+            ssn.add_event_handler(plugin, EventHandler(self.observe, self.observe))
+
+    def terms(self, task: TaskInfo) -> PodTerms:
+        """The task's pod affinity terms (read once per pod)."""
+        pod = task.pod
+        found = self._terms.get(id(pod))
+        if found is None or found[0] is not pod:
+            found = self._terms[id(pod)] = (pod, pod_terms(task))
+        return found[1]
+
+    def _spot(self, task: TaskInfo) -> _Spot | None:
+        name = task.node_name
+        node = self.ssn.nodes.get(name) if name else None
+        if node is None or node.tasks.get(task.uid) is not task:
+            return None
+        return node.row, task.status is not TaskStatus.RELEASING
+
+    def observe(self, task: TaskInfo) -> None:
+        """A statement placed, evicted or undid ``task``: count it where it is now.
+
+        A task's first change in a session is either its placement (it was on no
+        node) or its eviction (it was there, not releasing); later ones are known
+        from the last. A change already taken (the second plugin's handler) is no
+        change."""
+        now = self._spot(task)
+        uid = task.uid
+        if uid in self._spots:
+            before = self._spots[uid]
+        elif now is not None and not now[1]:
+            before = (now[0], True)
+        else:
+            before = None
+        if before == now:
+            return
+        self._spots[uid] = now
+        self.version += 1
+        if self._counts:
+            namespace, labels = task.namespace, task.pod.metadata.labels
+            for (sets, live), counts in self._counts.items():
+                if all(s.has(namespace, labels) for s in sets):
+                    if before is not None and (before[1] or not live):
+                        counts[before[0]] -= 1
+                    if now is not None and (now[1] or not live):
+                        counts[now[0]] += 1
+        imposed = self._imposed
+        if imposed is not None and uid in self.ruled:
+            terms = self.terms(task)
+            if before is not None:
+                imposed.add(terms, task.pod, before[0], -1)
+            if now is not None:
+                imposed.add(terms, task.pod, now[0], +1)
+            self.imposed_version += 1
+
+    def per_node(self, sets: tuple[PodSet, ...], live: bool = False) -> Counts:
+        """How many pods on each row are in all of ``sets`` (``live``: releasing ones left
+        out). The array is kept up to date in place: read it, never write it."""
+        key = (sets, live)
+        found = self._counts.get(key)
+        if found is None:
+            found = self._counts[key] = self._count(sets, live)
+        return found
+
+    def _count(self, sets: tuple[PodSet, ...], live: bool) -> Counts:
+        counts: Counts = np.zeros(self.size, dtype=np.int64)
+        releasing = TaskStatus.RELEASING
+        for row, node in enumerate(self.nodes):
+            n = 0
+            for task in node.tasks.values():
+                if live and task.status is releasing:
+                    continue
+                namespace, labels = task.namespace, task.pod.metadata.labels
+                if all(s.has(namespace, labels) for s in sets):
+                    n += 1
+            if n:
+                counts[row] = n
+        return counts
+
+    def imposed(self) -> Imposed:
+        """What the placed pods with rules of their own ask of others (kept up to date)."""
+        found = self._imposed
+        if found is None:
+            found = self._imposed = Imposed()
+            for task in self.ruled.values():
+                spot = self._spot(task)
+                if spot is not None:
+                    found.add(self.terms(task), task.pod, spot[0], +1)
+        return found
+
+
+@dataclass
+class _Held:
+    placed: PlacedPods | None = None
+
+
+_PLACED: Slot[_Held] = Slot(
+    __name__, _Held, "The session's index of placed pods, made when a rule first asks."
+)
+
+
+def placed_pods(ssn: Session) -> PlacedPods | None:
+    """The session's index of placed pods, shared by every plugin that asks; None when no
+    pod of the session has a rule about other pods (there is nothing to keep)."""
+    if not ssn.tasks_with_pod_rules:
+        return None
+    held = ssn.state(_PLACED)
+    if held.placed is None:
+        held.placed = PlacedPods(ssn)
+    return held.placed

@@ -1,0 +1,163 @@
+"""Rules about other pods, for a session: what predicates filters and nodeorder scores.
+
+Host ports, inter-pod affinity and topology spread depend on where other pods
+are, which changes as the session places pods, so their answers are kept per
+pod template and recomputed when ``PlacedPods.version`` moves, not once per
+session like the node-static checks. Tasks whose pods have none of these rules
+skip straight past them: they are only held to the required anti-affinity of
+placed pods, answered per (namespace, labels) while no pod with rules moves.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from asyncsched.framework.hooks import BoolArray, IntArray
+from asyncsched.model import TaskInfo
+from asyncsched.plugins import _podaffinity, _spread
+from asyncsched.plugins._placed import PlacedPods
+from asyncsched.plugins._ports import REASON_PORTS, clashes, host_ports
+
+__all__ = ["Failures", "PodRulesFilter", "PodRulesScorer"]
+
+Failures = list[tuple[str, BoolArray]]
+Scores = _podaffinity.Scores
+_LIMIT = 512
+"""Entries a cache keeps before it starts again."""
+
+
+def _template(task: TaskInfo) -> bytes:
+    """What the rules of a task's pod depend on: tasks of one template share answers."""
+    pod = task.pod
+    spec = pod.spec
+    return msgspec.json.encode(
+        (
+            task.namespace,
+            pod.metadata.labels,
+            spec.affinity,
+            spec.topology_spread_constraints,
+            spec.node_selector,
+            spec.tolerations,
+            [c.ports for c in spec.containers],
+        )
+    )
+
+
+def _plain(task: TaskInfo) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What placed pods' rules see of a task without rules: its namespace and labels."""
+    return task.namespace, tuple(sorted(task.pod.metadata.labels.items()))
+
+
+class PodRulesFilter:
+    """The nodes host ports, pod (anti-)affinity and topology spread keep a task off."""
+
+    def __init__(self, placed: PlacedPods, *, ports: bool, affinity: bool, spread: bool) -> None:
+        self.placed = placed
+        self.ports = ports
+        self.affinity = affinity
+        self.spread = spread
+        self._ruled: dict[bytes, tuple[int, Failures]] = {}
+        self._plain: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, Failures]] = {}
+
+    def failures(self, task: TaskInfo) -> Failures:
+        placed = self.placed
+        if task.uid not in placed.ruled:
+            if not self.affinity or not placed.imposed().anti_affinity:
+                return []
+            key = _plain(task)
+            known = self._plain.get(key)
+            if known is None or known[0] != placed.imposed_version:
+                known = self._plain[key] = (placed.imposed_version, self._compute(task))
+                if len(self._plain) > _LIMIT:
+                    self._plain = {key: known}
+            return known[1]
+        template = _template(task)
+        found = self._ruled.get(template)
+        if found is None or found[0] != placed.version:
+            found = self._ruled[template] = (placed.version, self._compute(task))
+            if len(self._ruled) > _LIMIT:
+                self._ruled = {template: found}
+        return found[1]
+
+    def _compute(self, task: TaskInfo) -> Failures:
+        found: Failures = []
+        if self.ports:
+            found += _port_failures(self.placed, task)
+        if self.affinity:
+            found += _podaffinity.failures(self.placed, task)
+        if self.spread:
+            found += _spread.failures(self.placed, task)
+        for _, mask in found:
+            mask.setflags(write=False)
+        return found
+
+
+def _port_failures(placed: PlacedPods, task: TaskInfo) -> Failures:
+    wanted = host_ports(task.pod)
+    if not wanted:
+        return []
+    held = placed.imposed().ports
+    failed: BoolArray = np.zeros(placed.size, dtype=np.bool_)
+    for protocol, port, address in wanted:
+        for row, addresses in held.get((protocol, port), {}).items():
+            if clashes(address, addresses):
+                failed[row] = True
+    return [(REASON_PORTS, failed)] if failed.any() else []
+
+
+class PodRulesScorer:
+    """Preferred pod (anti-)affinity and ScheduleAnyway spread, weighted, over candidates."""
+
+    def __init__(self, placed: PlacedPods, *, affinity: int, spread: int) -> None:
+        self.placed = placed
+        self.affinity = affinity
+        self.spread = spread
+        self._ruled: dict[bytes, tuple[int, Scores | None]] = {}
+        self._plain: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, Scores | None]] = {}
+
+    def constant(self, task: TaskInfo) -> bool:
+        """Is the task's score from these rules the same (0) on every node?"""
+        if self.spread and task.uid in self.placed.ruled and _spread.constraints(task, False):
+            return False
+        if self.affinity:
+            raw = self._affinity_raw(task)
+            return raw is None or bool(raw.min() == raw.max())
+        return True
+
+    def scores(self, task: TaskInfo, candidates: IntArray) -> Scores:
+        """The weighted sum of both normalized scores on each candidate."""
+        total: Scores = np.zeros(len(candidates), dtype=np.int64)
+        if self.affinity:
+            raw = self._affinity_raw(task)
+            if raw is not None:
+                total += self.affinity * _podaffinity.normalize(raw[candidates])
+        if self.spread and task.uid in self.placed.ruled:
+            found = _spread.raw_scores(self.placed, task, candidates)
+            if found is not None:
+                total += self.spread * _spread.normalize(*found)
+        return total
+
+    def _affinity_raw(self, task: TaskInfo) -> Scores | None:
+        """Raw pod affinity scores of every node, per template and placement (cached)."""
+        placed = self.placed
+        if task.uid not in placed.ruled:
+            if not placed.imposed().preferred:
+                return None
+            key = _plain(task)
+            known = self._plain.get(key)
+            if known is None or known[0] != placed.imposed_version:
+                known = self._plain[key] = (
+                    placed.imposed_version,
+                    _podaffinity.raw_scores(placed, task),
+                )
+                if len(self._plain) > _LIMIT:
+                    self._plain = {key: known}
+            return known[1]
+        template = _template(task)
+        found = self._ruled.get(template)
+        if found is None or found[0] != placed.version:
+            found = self._ruled[template] = (placed.version, _podaffinity.raw_scores(placed, task))
+            if len(self._ruled) > _LIMIT:
+                self._ruled = {template: found}
+        return found[1]

@@ -30,6 +30,7 @@ from tests.scenarios.properties.invariants import (
     reasons_by_name,
 )
 from tests.scenarios.properties.ledger import Ledger
+from tests.scenarios.properties.pod_affinity import AntiAffinityHeld
 from tests.scenarios.properties.topology import HardTopologyHeld
 from tests.scenarios.properties.world import World
 
@@ -50,6 +51,7 @@ def default_invariants(*, conformance: bool = True, pdb: bool = False) -> list[I
         EvictionKeepsBudgets(),
         *([NoEvictionRefused()] if pdb else []),
         HardTopologyHeld(),
+        AntiAffinityHeld(),
     ]
 
 

@@ -18,6 +18,8 @@ from tests.scenarios.properties.topology import networks
 
 __all__ = [
     "ANNOTATION",
+    "APART",
+    "HOSTNAME",
     "TIER",
     "TIERS",
     "Cluster",
@@ -39,6 +41,10 @@ TIER = "tier"
 TIERS = ("front", "back")
 """Values of the pod label ``tier``, which generated PodDisruptionBudgets select on."""
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+HOSTNAME = "kubernetes.io/hostname"
+"""The label every kubelet gives its node, with the node's name."""
+APART = "apart"
+"""A pod label that generated required pod anti-affinity selects on."""
 
 _CPU = ("0", "100m", "500m", "1", "2", "4")
 _MEMORY = ("0", "64Mi", "512Mi", "1Gi", "3Gi")
@@ -98,7 +104,7 @@ def _node(draw: st.DrawFn, name: str) -> dict[str, Any]:
         "pods": draw(st.sampled_from(("110", "1", "2", "3", "110", "110"))),
     }
     gpus = draw(st.sampled_from((None, None, "0", "1", "2", "4")))
-    labels = {"zone": draw(st.sampled_from(ZONES))}
+    labels = {"zone": draw(st.sampled_from(ZONES)), HOSTNAME: name}
     if gpus is not None:
         allocatable[GPU] = gpus
         labels["accelerator"] = "gpu"
@@ -259,12 +265,39 @@ def _placement(draw: st.DrawFn) -> dict[str, Any]:
                 }
             }
         }
+    apart = _apart(draw)
+    if apart:
+        spec.setdefault("affinity", {})["podAntiAffinity"] = apart
     tolerate = draw(st.integers(0, 3))
     if tolerate == 1:
         spec["tolerations"] = [{**TAINT, "operator": "Equal"}]
     elif tolerate == 2:
         spec["tolerations"] = [{"operator": "Exists"}]
     return spec
+
+
+def _apart(draw: st.DrawFn) -> dict[str, Any]:
+    """Sometimes required pod anti-affinity to the pods labelled ``apart: x`` (or y), per
+    node (hostname) or, less often, per zone; written as matchLabels or as an In
+    expression, in the pod's namespace or in every namespace."""
+    if draw(st.integers(0, 4)):
+        return {}
+    value = draw(st.sampled_from(("x", "y")))
+    selector: dict[str, Any] = draw(
+        st.sampled_from(
+            (
+                {"matchLabels": {APART: value}},
+                {"matchExpressions": [{"key": APART, "operator": "In", "values": [value]}]},
+            )
+        )
+    )
+    term: dict[str, Any] = {
+        "labelSelector": selector,
+        "topologyKey": draw(st.sampled_from((HOSTNAME, HOSTNAME, "zone"))),
+    }
+    if draw(st.integers(0, 3)) == 0:
+        term["namespaceSelector"] = {}
+    return {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
 
 
 @st.composite
@@ -307,6 +340,15 @@ def pod_templates(
     tier = draw(st.sampled_from(("", "", *TIERS)))
     if tier:
         labels[TIER] = tier  # what generated PodDisruptionBudgets select
+    apart = draw(st.sampled_from(("", "", "", "x", "y")))
+    terms = spec.get("affinity", {}).get("podAntiAffinity", {})
+    for term in terms.get("requiredDuringSchedulingIgnoredDuringExecution", []):
+        if draw(st.integers(0, 3)):  # mostly, it keeps its own kind apart
+            selector = term["labelSelector"]
+            wanted = selector.get("matchLabels", {}).get(APART)
+            apart = wanted or selector["matchExpressions"][0]["values"][0]
+    if apart:
+        labels[APART] = apart  # what generated pod anti-affinity selects
     if duration and draw(st.integers(0, 4)):
         notes[ANNOTATION + "duration"] = draw(st.sampled_from(("0", "1", "5", "10", "20", "2.5")))
     if draw(st.integers(0, 4)) == 0:

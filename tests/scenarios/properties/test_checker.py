@@ -28,6 +28,7 @@ from tests.scenarios.properties.invariants import (
     Violation,
     reasons_by_name,
 )
+from tests.scenarios.properties.pod_affinity import AntiAffinityHeld, selects
 from tests.scenarios.properties.topology import HardTopologyHeld
 from tests.scenarios.properties.world import BudgetFacts, NodeFacts, PodFacts
 
@@ -190,6 +191,42 @@ def test_a_pod_on_a_node_its_selector_excludes() -> None:
         run(w, [ev(0, "submitted", "a"), *bind(0, "a")])
 
 
+def test_a_pod_bound_into_the_domain_of_a_pod_whose_anti_affinity_selects_it() -> None:
+    apart = ({"labelSelector": {"matchLabels": {"apart": "x"}}, "topologyKey": "zone"},)
+    w = world(
+        a=facts(apart_from=apart), b=facts(labels={"apart": "x"}), c=facts(labels={"apart": "y"})
+    )
+    w.nodes["n1"] = NodeFacts({"cpu": 4000, "pods": 110}, labels={"zone": "b"})
+    setup = [ev(0, "submitted", "n1", kind="Node")]
+    setup += [ev(0, "submitted", name) for name in "abc"]
+    only = [AntiAffinityHeld()]
+
+    run(w, [*setup, *bind(0, "a"), *bind(0, "c"), *bind(0, "b", node="n1")], invariants=only)
+    with pytest.raises(
+        Violation, match=r"t=1s: pod anti-affinity: Pod default/b: bound to n0, in the zone=a"
+    ):
+        run(w, [*setup, *bind(0, "a"), *bind(1, "b")], invariants=only)
+    with pytest.raises(Violation, match=r"a's required anti-affinity selects b"):
+        run(w, [*setup, *bind(0, "b"), *bind(1, "a")], invariants=only)
+    run(
+        w,
+        [*setup, *bind(0, "b"), ev(1, "completed", "b", node="n0"), *bind(1, "a")],
+        invariants=only,
+    )
+
+
+def test_an_anti_affinity_term_selects_its_own_namespace_unless_it_names_others() -> None:
+    term: dict[str, Any] = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "k"}
+    web = {"app": "web"}
+    assert selects(term, "shop", "shop", web) and not selects(term, "shop", "other", web)
+    assert selects({**term, "namespaces": ["other"]}, "shop", "other", web)
+    assert selects({**term, "namespaceSelector": {}}, "shop", "other", web)
+    assert not selects({**term, "labelSelector": None}, "shop", "shop", web)
+    exprs = {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}
+    assert not selects({**term, "labelSelector": exprs}, "shop", "shop", web)
+    assert selects({**term, "labelSelector": exprs}, "shop", "shop", {})
+
+
 def test_a_pod_on_a_tainted_node_it_does_not_tolerate() -> None:
     w = world(a=facts(), b=facts(tolerations=({"operator": "Exists"},)))
     w.nodes["n0"] = NodeFacts(
@@ -320,6 +357,7 @@ def test_later_capabilities_add_their_own_invariants() -> None:
         EvictionKeepsGuarantees,
         EvictionKeepsBudgets,
         HardTopologyHeld,
+        AntiAffinityHeld,
     ]
 
 

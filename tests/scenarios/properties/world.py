@@ -70,6 +70,9 @@ class PodFacts:
     labels: Mapping[str, str] = field(default_factory=dict)
     controller: tuple[str, str, str] | None = None
     """(kind, name, uid) of the owner reference marked controller, if any."""
+    apart_from: tuple[Mapping[str, Any], ...] = ()
+    """Required pod anti-affinity terms, as documents (labelSelector, namespaces,
+    namespaceSelector, topologyKey)."""
 
     @property
     def best_effort(self) -> bool:
@@ -213,7 +216,16 @@ def pod_facts(
         never_preempts=policy == "Never",
         labels=dict(pod.metadata.labels),
         controller=(owner.kind, owner.name, owner.uid) if owner is not None else None,
+        apart_from=_anti_affinity_terms(pod),
     )
+
+
+def _anti_affinity_terms(pod: Pod) -> tuple[Mapping[str, Any], ...]:
+    anti = pod.spec.affinity.pod_anti_affinity if pod.spec.affinity else None
+    if anti is None:
+        return ()
+    terms = anti.required_during_scheduling_ignored_during_execution
+    return tuple(msgspec.to_builtins(t) for t in terms)
 
 
 def node_facts(node: Node) -> NodeFacts:

@@ -9,7 +9,10 @@ are at that moment, and from then on changed by events alone; a session with
 no rule about other pods builds nothing:
 
 - ``per_node(sets, live)``: how many pods on each node row are in every one of
-  ``sets`` (one pass over all pods, the first time those sets are asked for);
+  ``sets``. Sets that require a label value are counted through an index of
+  the placed pods by label (one pass over all pods, the first time any set
+  asks), and only such sets are told of the pods that carry that label; others
+  take a pass over all pods, once per session.
 - ``imposed()``: what placed pods with rules of their own ask of others
   (required anti-affinity, preferred terms, host ports), from the session's
   list of such pods, without a pass over the others.
@@ -24,8 +27,7 @@ stops releasing, so answers may be cached against it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -33,59 +35,17 @@ import numpy.typing as npt
 from asyncsched.api import Pod
 from asyncsched.framework import EventHandler, Session, Slot
 from asyncsched.model import TaskInfo, TaskStatus
+from asyncsched.plugins._imposed import Imposed
 from asyncsched.plugins._nodematch import NodeLabels
-from asyncsched.plugins._podterms import PodSet, PodTerms, Term, pod_terms
-from asyncsched.plugins._ports import host_ports
+from asyncsched.plugins._podterms import PodSet, PodTerms, pod_terms
 
-__all__ = ["Imposed", "PlacedPods", "placed_pods"]
+__all__ = ["PlacedPods", "placed_pods"]
 
-K = TypeVar("K")
-R = TypeVar("R")
 Counts = npt.NDArray[np.int64]
+Pair = tuple[str, str]
 _Spot = tuple[int, bool]
 """Where a task counts: its node's row, and whether it is live (not releasing)."""
-
-
-@dataclass
-class Imposed:
-    """What the placed pods that have rules of their own ask of other pods, by node row.
-
-    Each map goes from a rule to the rows of the pods that carry it, with how many
-    pods there carry it; a rule no placed pod carries any more is dropped.
-    """
-
-    anti_affinity: dict[Term, dict[int, int]] = field(default_factory=dict)
-    """Required anti-affinity terms: no pod they select may join their topology domain."""
-    preferred: dict[tuple[Term, int], dict[int, int]] = field(default_factory=dict)
-    """Preferred terms with their sign (+1 affinity, -1 anti-affinity)."""
-    ports: dict[tuple[str, int], dict[int, dict[str, int]]] = field(default_factory=dict)
-    """(protocol, host port) -> row -> address -> pods holding it."""
-
-    def add(self, terms: PodTerms, pod: Pod, row: int, sign: int) -> None:
-        """Count (``sign`` +1) or uncount (-1) one pod on ``row``."""
-        for term in terms.anti_affinity:
-            _bump_in(self.anti_affinity, term, row, sign)
-        for term in terms.preferred_affinity:
-            _bump_in(self.preferred, (term, 1), row, sign)
-        for term in terms.preferred_anti_affinity:
-            _bump_in(self.preferred, (term, -1), row, sign)
-        for protocol, port, address in host_ports(pod):
-            by_row = self.ports.setdefault((protocol, port), {})
-            _bump_in(by_row, row, address, sign)
-            if not by_row:
-                del self.ports[(protocol, port)]
-
-
-def _bump_in(table: dict[K, dict[R, int]], key: K, inner: R, sign: int) -> None:
-    """Add ``sign`` to ``table[key][inner]``, dropping what reaches zero."""
-    counts = table.setdefault(key, {})
-    left = counts.get(inner, 0) + sign
-    if left:
-        counts[inner] = left
-    else:
-        counts.pop(inner, None)
-        if not counts:
-            del table[key]
+_CountKey = tuple[tuple[PodSet, ...], bool]
 
 
 class PlacedPods:
@@ -101,7 +61,10 @@ class PlacedPods:
         self.imposed_version = 0
         """Changes whenever a pod with rules of its own comes or goes."""
         self._spots: dict[str, _Spot | None] = {}
-        self._counts: dict[tuple[tuple[PodSet, ...], bool], Counts] = {}
+        self._counts: dict[_CountKey, Counts] = {}
+        self._anchored: dict[Pair, list[_CountKey]] = {}
+        self._loose: list[_CountKey] = []
+        self._postings: dict[Pair, dict[str, TaskInfo]] | None = None
         self._imposed: Imposed | None = None
         self._terms: dict[int, tuple[Pod, PodTerms]] = {}
         self._observers: set[str] = set()
@@ -147,14 +110,16 @@ class PlacedPods:
             return
         self._spots[uid] = now
         self.version += 1
+        labels = task.pod.metadata.labels
+        postings = self._postings
+        if postings is not None and (before is None) != (now is None):
+            for pair in labels.items():
+                if now is not None:
+                    postings.setdefault(pair, {})[uid] = task
+                else:
+                    postings.get(pair, {}).pop(uid, None)
         if self._counts:
-            namespace, labels = task.namespace, task.pod.metadata.labels
-            for (sets, live), counts in self._counts.items():
-                if all(s.has(namespace, labels) for s in sets):
-                    if before is not None and (before[1] or not live):
-                        counts[before[0]] -= 1
-                    if now is not None and (now[1] or not live):
-                        counts[now[0]] += 1
+            self._recount(task, before, now)
         imposed = self._imposed
         if imposed is not None and uid in self.ruled:
             terms = self.terms(task)
@@ -164,6 +129,20 @@ class PlacedPods:
                 imposed.add(terms, task.pod, now[0], +1)
             self.imposed_version += 1
 
+    def _recount(self, task: TaskInfo, before: _Spot | None, now: _Spot | None) -> None:
+        """Move the task in the counts of the sets that hold it."""
+        keys = list(self._loose)
+        for pair in task.pod.metadata.labels.items():
+            keys += self._anchored.get(pair, ())
+        for key in keys:
+            sets, live = key
+            if all(s.has_task(task) for s in sets):
+                counts = self._counts[key]
+                if before is not None and (before[1] or not live):
+                    counts[before[0]] -= 1
+                if now is not None and (now[1] or not live):
+                    counts[now[0]] += 1
+
     def per_node(self, sets: tuple[PodSet, ...], live: bool = False) -> Counts:
         """How many pods on each row are in all of ``sets`` (``live``: releasing ones left
         out). The array is kept up to date in place: read it, never write it."""
@@ -171,22 +150,53 @@ class PlacedPods:
         found = self._counts.get(key)
         if found is None:
             found = self._counts[key] = self._count(sets, live)
+            anchors = next((a for s in sets if (a := s.anchors()) is not None), None)
+            if anchors is None:
+                self._loose.append(key)
+            for pair in anchors or ():
+                self._anchored.setdefault(pair, []).append(key)
         return found
 
     def _count(self, sets: tuple[PodSet, ...], live: bool) -> Counts:
         counts: Counts = np.zeros(self.size, dtype=np.int64)
         releasing = TaskStatus.RELEASING
-        for row, node in enumerate(self.nodes):
-            n = 0
-            for task in node.tasks.values():
-                if live and task.status is releasing:
-                    continue
-                namespace, labels = task.namespace, task.pod.metadata.labels
-                if all(s.has(namespace, labels) for s in sets):
-                    n += 1
-            if n:
-                counts[row] = n
+        candidates = self._candidates(sets)
+        if candidates is None:
+            candidates = [t for node in self.nodes for t in node.tasks.values()]
+        nodes = self.ssn.nodes
+        for task in candidates:
+            if live and task.status is releasing:
+                continue
+            if all(s.has_task(task) for s in sets):
+                counts[nodes[task.node_name].row] += 1
         return counts
+
+    def _candidates(self, sets: tuple[PodSet, ...]) -> list[TaskInfo] | None:
+        """The placed pods carrying the anchors of the most selective of ``sets`` (a
+        superset of the pods in all of them); None when no set names a label value."""
+        best: list[dict[str, TaskInfo]] | None = None
+        for s in sets:
+            anchors = s.anchors()
+            if anchors is None:
+                continue
+            postings = self.postings()
+            found = [postings.get(pair, {}) for pair in anchors]
+            if best is None or sum(map(len, found)) < sum(map(len, best)):
+                best = found
+        if best is None:
+            return None
+        return [task for posting in best for task in posting.values()]
+
+    def postings(self) -> dict[Pair, dict[str, TaskInfo]]:
+        """The placed pods by each of their label pairs (kept up to date)."""
+        found = self._postings
+        if found is None:
+            found = self._postings = {}
+            for node in self.nodes:
+                for uid, task in node.tasks.items():
+                    for pair in task.pod.metadata.labels.items():
+                        found.setdefault(pair, {})[uid] = task
+        return found
 
     def imposed(self) -> Imposed:
         """What the placed pods with rules of their own ask of others (kept up to date)."""

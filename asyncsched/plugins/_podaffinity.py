@@ -63,11 +63,6 @@ def failures(placed: PlacedPods, task: TaskInfo) -> list[tuple[str, BoolArray]]:
     return [(reason, mask) for reason, mask in found if mask.any()]
 
 
-def imposes_on(placed: PlacedPods, task: TaskInfo) -> bool:
-    """Does any placed pod's required anti-affinity select the task?"""
-    return any(term.pods.has_task(task) for term in placed.imposed().anti_affinity)
-
-
 def _by_value(codes: Codes, counts: Scores, size: int) -> Scores:
     """Per value of a label, the sum of ``counts`` over the nodes with that value."""
     has = codes >= 0
@@ -119,9 +114,7 @@ def _met_anti_affinity(placed: PlacedPods, terms: tuple[Term, ...]) -> BoolArray
 def _existing_anti_affinity(placed: PlacedPods, task: TaskInfo) -> BoolArray | None:
     """Nodes in a domain holding a pod whose required anti-affinity selects the task."""
     blocked: dict[str, set[int]] = {}
-    for term, rows in placed.imposed().anti_affinity.items():
-        if not term.pods.has_task(task):
-            continue
+    for term, rows in placed.imposed().anti_affinity.selecting(task):
         codes = placed.labels.codes(term.key)[0]
         values = blocked.setdefault(term.key, set())
         values.update(int(codes[row]) for row in rows if codes[row] >= 0)
@@ -153,9 +146,7 @@ def raw_scores(placed: PlacedPods, task: TaskInfo) -> Scores | None:
             counts = placed.per_node((term.pods,))
             codes, vocabulary = placed.labels.codes(term.key)
             values_of(term.key)[:] += sign * term.weight * _by_value(codes, counts, len(vocabulary))
-    for (term, sign), rows in placed.imposed().preferred.items():
-        if not term.pods.has_task(task):
-            continue
+    for (term, sign), rows in placed.imposed().preferred.selecting(task):
         codes = placed.labels.codes(term.key)[0]
         values = values_of(term.key)
         for row, count in rows.items():

@@ -51,6 +51,20 @@ class PodSet:
     def has_task(self, task: TaskInfo) -> bool:
         return self.has(task.namespace, task.pod.metadata.labels)
 
+    def anchors(self) -> tuple[tuple[str, str], ...] | None:
+        """Label pairs of which every pod in the set carries one (a matchLabels pair, or
+        the values of an In requirement), so the set can be found through an index of
+        labels; () when it holds no pod, None when no label value is required."""
+        selector = self.selector
+        if selector.nothing:
+            return ()
+        if selector.labels:
+            return (selector.labels[0],)
+        for key, operator, values in selector.requirements:
+            if operator == "In":
+                return tuple((key, value) for value in sorted(values))
+        return None
+
     @classmethod
     def of(
         cls,

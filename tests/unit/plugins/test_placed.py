@@ -59,12 +59,12 @@ def test_an_index_built_after_a_placement_still_undoes_it() -> None:
     ssn = stmt.ssn
     stmt.allocate(task(ssn, "web-0"), ssn.nodes["n1"])
     assert counts(placed) == [0, 1]
-    assert list(placed.imposed().anti_affinity.values()) == [{1: 1}]
+    assert list(placed.imposed().anti_affinity.rows.values()) == [{1: 1}]
     stmt.allocate(task(ssn, "web-1"), ssn.nodes["n0"])
-    assert list(placed.imposed().anti_affinity.values()) == [{0: 1, 1: 1}]
+    assert list(placed.imposed().anti_affinity.rows.values()) == [{0: 1, 1: 1}]
     stmt.discard()
     assert counts(placed) == [0, 0]
-    assert placed.imposed().anti_affinity == {}
+    assert not placed.imposed().anti_affinity
 
 
 def test_no_index_without_rules_about_other_pods() -> None:

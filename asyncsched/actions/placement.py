@@ -280,18 +280,30 @@ class _FitClass:
 
 
 class _Best:
-    """Max-trees over one class's open nodes (all, and those where it fits idle now)."""
+    """Max-trees over one class's open nodes (all, and those where it fits idle now).
 
-    __slots__ = ("any", "block", "fit", "now", "scores", "version")
+    The trees are made when first refreshed: a class asked once (its answer is the
+    linear pass) never needs them, and classes whose predicate masks change with every
+    placement (rules about other pods) are asked once each."""
+
+    __slots__ = ("_trees", "block", "fit", "scores", "size", "version")
 
     def __init__(self, n: int, fit: _FitClass, block: _Blocked) -> None:
-        size = 1 << max(0, (n - 1).bit_length())
-        self.any: IntArray = np.full(2 * size, -1, dtype=np.intp)
-        self.now: IntArray = np.full(2 * size, -1, dtype=np.intp)
+        self.size = 1 << max(0, (n - 1).bit_length())
+        self._trees: tuple[IntArray, IntArray] | None = None
         self.fit = fit  # held, so the ids in the key stay unique
         self.block = block
         self.scores: FloatArray | None = None
         self.version = -1
+
+    def trees(self) -> tuple[IntArray, IntArray]:
+        """(all open nodes, those where the class fits idle now)."""
+        if self._trees is None:
+            self._trees = (
+                np.full(2 * self.size, -1, dtype=np.intp),
+                np.full(2 * self.size, -1, dtype=np.intp),
+            )
+        return self._trees
 
 
 class _Failed:
@@ -359,10 +371,11 @@ class _ClassCache:
         if entry.version != version:
             rows = table.refresh_rows(entry.version, n)
             free = block.unblocked_bytes
-            kernels.tree_refresh(entry.any, total, fits, free, None, rows)
-            kernels.tree_refresh(entry.now, total, fits, free, fit.now_bytes, rows)
+            tree, now = entry.trees()
+            kernels.tree_refresh(tree, total, fits, free, None, rows)
+            kernels.tree_refresh(now, total, fits, free, fit.now_bytes, rows)
             entry.version = version
-        now, tree = entry.now, entry.any
+        tree, now = entry.trees()
         return int(now[1]), int(now[0]), int(tree[1]), int(tree[0])
 
     def columns(self, request: Vector) -> list[int]:

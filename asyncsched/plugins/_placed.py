@@ -39,9 +39,11 @@ from asyncsched.plugins._imposed import Imposed
 from asyncsched.plugins._nodematch import NodeLabels
 from asyncsched.plugins._podterms import PodSet, PodTerms, pod_terms
 
-__all__ = ["PlacedPods", "placed_pods"]
+__all__ = ["Counts", "PlacedPods", "by_value", "dense", "placed_pods"]
 
-Counts = npt.NDArray[np.int64]
+Counts = dict[int, int]
+"""Pods counted per node row; rows without any are left out."""
+Scores = npt.NDArray[np.int64]
 Pair = tuple[str, str]
 _Spot = tuple[int, bool]
 """Where a task counts: its node's row, and whether it is live (not releasing)."""
@@ -139,13 +141,17 @@ class PlacedPods:
             if all(s.has_task(task) for s in sets):
                 counts = self._counts[key]
                 if before is not None and (before[1] or not live):
-                    counts[before[0]] -= 1
+                    row = before[0]
+                    if counts[row] > 1:
+                        counts[row] -= 1
+                    else:
+                        del counts[row]
                 if now is not None and (now[1] or not live):
-                    counts[now[0]] += 1
+                    counts[now[0]] = counts.get(now[0], 0) + 1
 
     def per_node(self, sets: tuple[PodSet, ...], live: bool = False) -> Counts:
         """How many pods on each row are in all of ``sets`` (``live``: releasing ones left
-        out). The array is kept up to date in place: read it, never write it."""
+        out), for the rows that have any. Kept up to date in place: read it, never write it."""
         key = (sets, live)
         found = self._counts.get(key)
         if found is None:
@@ -158,7 +164,7 @@ class PlacedPods:
         return found
 
     def _count(self, sets: tuple[PodSet, ...], live: bool) -> Counts:
-        counts: Counts = np.zeros(self.size, dtype=np.int64)
+        counts: Counts = {}
         releasing = TaskStatus.RELEASING
         candidates = self._candidates(sets)
         if candidates is None:
@@ -168,7 +174,8 @@ class PlacedPods:
             if live and task.status is releasing:
                 continue
             if all(s.has_task(task) for s in sets):
-                counts[nodes[task.node_name].row] += 1
+                row = nodes[task.node_name].row
+                counts[row] = counts.get(row, 0) + 1
         return counts
 
     def _candidates(self, sets: tuple[PodSet, ...]) -> list[TaskInfo] | None:
@@ -208,6 +215,35 @@ class PlacedPods:
                 if spot is not None:
                     found.add(self.terms(task), task.pod, spot[0], +1)
         return found
+
+
+def by_value(
+    codes: npt.NDArray[np.int64],
+    counts: Counts,
+    size: int,
+    rows: npt.NDArray[np.bool_] | None = None,
+) -> Scores:
+    """Per value of a node label (its ``codes`` by row, ``size`` values), the pods counted
+    on the nodes with that value; only on the ``rows`` marked True, if given."""
+    out: Scores = np.zeros(size, dtype=np.int64)
+    if counts:
+        where = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+        many = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+        values = codes[where]
+        keep = values >= 0
+        if rows is not None:
+            keep &= rows[where]
+        np.add.at(out, values[keep], many[keep])
+    return out
+
+
+def dense(counts: Counts, size: int) -> Scores:
+    """The counts as one number per row."""
+    out: Scores = np.zeros(size, dtype=np.int64)
+    if counts:
+        where = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+        out[where] = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+    return out
 
 
 @dataclass

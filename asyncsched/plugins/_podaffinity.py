@@ -28,7 +28,7 @@ import numpy.typing as npt
 from asyncsched.framework.hooks import BoolArray
 from asyncsched.model import TaskInfo
 from asyncsched.plugins._nodematch import Codes
-from asyncsched.plugins._placed import PlacedPods
+from asyncsched.plugins._placed import PlacedPods, by_value
 from asyncsched.plugins._podterms import Term
 
 __all__ = [
@@ -63,13 +63,6 @@ def failures(placed: PlacedPods, task: TaskInfo) -> list[tuple[str, BoolArray]]:
     return [(reason, mask) for reason, mask in found if mask.any()]
 
 
-def _by_value(codes: Codes, counts: Scores, size: int) -> Scores:
-    """Per value of a label, the sum of ``counts`` over the nodes with that value."""
-    has = codes >= 0
-    summed = np.bincount(codes[has], weights=counts[has], minlength=size)
-    return summed.astype(np.int64)
-
-
 def _at_nodes(by_value: BoolArray, codes: Codes) -> BoolArray:
     """Per node, ``by_value`` at the node's value of the label (False without the label)."""
     has = codes >= 0
@@ -86,9 +79,9 @@ def _unmet_affinity(placed: PlacedPods, task: TaskInfo, terms: tuple[Term, ...])
     for term in terms:
         codes, vocabulary = placed.labels.codes(term.key)
         has_keys &= codes >= 0
-        by_value = _by_value(codes, counts, len(vocabulary)) > 0
-        anywhere = anywhere or bool(by_value.any())
-        passed &= _at_nodes(by_value, codes)
+        held = by_value(codes, counts, len(vocabulary)) > 0
+        anywhere = anywhere or bool(held.any())
+        passed &= _at_nodes(held, codes)
     if not anywhere and all(t.pods.has_task(task) for t in terms):
         return ~has_keys
     return ~passed
@@ -101,7 +94,7 @@ def _met_anti_affinity(placed: PlacedPods, terms: tuple[Term, ...]) -> BoolArray
     for term in terms:
         counts = placed.per_node((term.pods,))
         codes, vocabulary = placed.labels.codes(term.key)
-        held = _by_value(codes, counts, len(vocabulary)) > 0
+        held = by_value(codes, counts, len(vocabulary)) > 0
         before = blocked.get(term.key)
         blocked[term.key] = held if before is None else before | held
     failed: BoolArray = np.zeros(placed.size, dtype=np.bool_)
@@ -145,7 +138,7 @@ def raw_scores(placed: PlacedPods, task: TaskInfo) -> Scores | None:
         for term in group:
             counts = placed.per_node((term.pods,))
             codes, vocabulary = placed.labels.codes(term.key)
-            values_of(term.key)[:] += sign * term.weight * _by_value(codes, counts, len(vocabulary))
+            values_of(term.key)[:] += sign * term.weight * by_value(codes, counts, len(vocabulary))
     for (term, sign), rows in placed.imposed().preferred.selecting(task):
         codes = placed.labels.codes(term.key)[0]
         values = values_of(term.key)

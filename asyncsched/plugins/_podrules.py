@@ -3,9 +3,11 @@
 Host ports, inter-pod affinity and topology spread depend on where other pods
 are, which changes as the session places pods, so their answers are kept per
 pod template and recomputed when ``PlacedPods.version`` moves, not once per
-session like the node-static checks. Tasks whose pods have none of these rules
-skip straight past them: they are only held to the required anti-affinity of
-placed pods, answered per (namespace, labels) while no pod with rules moves.
+session like the node-static checks (the same mask objects are handed out again
+when their content did not change, so the actions' caches keyed on them hold).
+Tasks whose pods have none of these rules skip straight past them: they are only
+held to the required anti-affinity of placed pods, answered per (namespace,
+labels) while no pod with rules moves.
 """
 
 from __future__ import annotations
@@ -68,17 +70,26 @@ class PodRulesFilter:
             key = _plain(task)
             known = self._plain.get(key)
             if known is None or known[0] != placed.imposed_version:
-                known = self._plain[key] = (placed.imposed_version, self._compute(task))
+                known = self._plain[key] = (placed.imposed_version, self._fresh(task, known))
                 if len(self._plain) > _LIMIT:
                     self._plain = {key: known}
             return known[1]
         template = _template(task)
         found = self._ruled.get(template)
         if found is None or found[0] != placed.version:
-            found = self._ruled[template] = (placed.version, self._compute(task))
+            found = self._ruled[template] = (placed.version, self._fresh(task, found))
             if len(self._ruled) > _LIMIT:
                 self._ruled = {template: found}
         return found[1]
+
+    def _fresh(self, task: TaskInfo, known: tuple[int, Failures] | None) -> Failures:
+        """The task's failures now; the known ones again when nothing in them changed, so
+        the actions' caches keyed on the masks still hold (a placement elsewhere in the
+        cluster changes most templates' answers not at all)."""
+        found = self._compute(task)
+        if known is not None and _same(known[1], found):
+            return known[1]
+        return found
 
     def _compute(self, task: TaskInfo) -> Failures:
         found: Failures = []
@@ -91,6 +102,12 @@ class PodRulesFilter:
         for _, mask in found:
             mask.setflags(write=False)
         return found
+
+
+def _same(old: Failures, new: Failures) -> bool:
+    return len(old) == len(new) and all(
+        a[0] == b[0] and np.array_equal(a[1], b[1]) for a, b in zip(old, new, strict=True)
+    )
 
 
 def _port_failures(placed: PlacedPods, task: TaskInfo) -> Failures:

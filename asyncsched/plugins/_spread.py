@@ -35,7 +35,7 @@ from asyncsched.api.selectors import LabelSelector, LabelSelectorRequirement, Se
 from asyncsched.framework.hooks import BoolArray, IntArray
 from asyncsched.model import TaskInfo
 from asyncsched.plugins._nodematch import first_untolerated
-from asyncsched.plugins._placed import PlacedPods
+from asyncsched.plugins._placed import PlacedPods, by_value, dense
 from asyncsched.plugins._podterms import PodSet
 
 __all__ = [
@@ -133,11 +133,9 @@ def _by_domain(placed: PlacedPods, c: Constraint, eligible: BoolArray) -> tuple[
     """The selected pods per domain over the eligible nodes, and which values are domains."""
     codes, vocabulary = placed.labels.codes(c.key)
     counts = placed.per_node((c.pods,), live=True)
-    where = codes[eligible]
-    by_value = np.bincount(where, weights=counts[eligible], minlength=len(vocabulary))
     domains: BoolArray = np.zeros(len(vocabulary), dtype=np.bool_)
-    domains[where] = True
-    return by_value.astype(np.int64), domains
+    domains[codes[eligible]] = True
+    return by_value(codes, counts, len(vocabulary), eligible), domains
 
 
 def failures(placed: PlacedPods, task: TaskInfo) -> list[tuple[str, BoolArray]]:
@@ -148,12 +146,12 @@ def failures(placed: PlacedPods, task: TaskInfo) -> list[tuple[str, BoolArray]]:
     has_keys = _with_keys(placed, hard)
     skewed: BoolArray = np.zeros(placed.size, dtype=np.bool_)
     for c in hard:
-        by_value, domains = _by_domain(placed, c, has_keys & _included(placed, task, c))
+        counted, domains = _by_domain(placed, c, has_keys & _included(placed, task, c))
         n_domains = int(np.count_nonzero(domains))
-        lowest = int(by_value[domains].min()) if n_domains and n_domains >= c.min_domains else 0
+        lowest = int(counted[domains].min()) if n_domains and n_domains >= c.min_domains else 0
         selected = 1 if c.pods.has_task(task) else 0
         codes = placed.labels.codes(c.key)[0]
-        over = by_value + selected - lowest > c.max_skew
+        over = counted + selected - lowest > c.max_skew
         skewed[has_keys] |= over[codes[has_keys]]
     found = [(REASON_MISSING_LABEL, ~has_keys), (REASON_SKEW, skewed)]
     return [(reason, mask) for reason, mask in found if mask.any()]
@@ -173,12 +171,12 @@ def raw_scores(
     for c in soft:
         codes = placed.labels.codes(c.key)[0]
         if c.key == HOSTNAME:
-            count = placed.per_node((c.pods,), live=True)[candidates]
+            count = dense(placed.per_node((c.pods,), live=True), placed.size)[candidates]
             size = int(np.count_nonzero(kept))
         else:
-            by_value, _ = _by_domain(placed, c, has_keys & _included(placed, task, c))
+            counted, _ = _by_domain(placed, c, has_keys & _included(placed, task, c))
             at = np.where(kept, codes[candidates], 0)
-            count = np.where(kept, by_value[at], 0)
+            count = np.where(kept, counted[at], 0)
             size = len(np.unique(codes[candidates][kept]))
         total += count * math.log(size + 2) + (c.max_skew - 1)
     rounded: Scores = np.floor(total + 0.5).astype(np.int64)

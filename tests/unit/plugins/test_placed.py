@@ -6,7 +6,7 @@ from __future__ import annotations
 from asyncsched.api.core import Node, Pod
 from asyncsched.api.selectors import LabelSelector, Selector
 from asyncsched.framework import Statement
-from asyncsched.plugins._placed import PlacedPods, placed_pods
+from asyncsched.plugins._placed import PlacedPods, dense, placed_pods
 from asyncsched.plugins._podterms import PodSet
 from tests.builders import anti_affinity, pod
 from tests.unit.plugins.pod_rules import host, open_session, running, task
@@ -23,7 +23,7 @@ def index(objects: list[Node | Pod]) -> tuple[PlacedPods, Statement]:
 
 
 def counts(placed: PlacedPods, live: bool = False) -> list[int]:
-    return [int(n) for n in placed.per_node(WEB_PODS, live)]
+    return dense(placed.per_node(WEB_PODS, live), placed.size).tolist()
 
 
 def test_counts_follow_placements_evictions_and_their_undoing() -> None:

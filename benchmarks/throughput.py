@@ -3,6 +3,7 @@
     python benchmarks/throughput.py --nodes 1000 --jobs 1000 --tasks-per-job 10 [--pure]
         [--installed]
     python benchmarks/throughput.py --evict --nodes 1000 [--running 10000] [--waiting 100]
+    python benchmarks/throughput.py --pod-rules anti-affinity|spread --nodes 1000 ...
 
 ``--evict`` measures preempt and reclaim instead: every node is full of
 running low-priority pods of queue q0 (``--running`` in all, 2 cpu each), then
@@ -12,7 +13,10 @@ reclaim, backfill" runs, and the JSON line says how long it took and how many
 pods it evicted.
 
 Mixed node shapes (CPU-only and 8-GPU nodes), gang jobs spread over four
-queues, the default configuration. Every pod is pending at the start; sessions
+queues, the default configuration. ``--pod-rules`` gives the nodes hostname and
+zone labels (10 zones) and every other job's pods a rule about the job's other
+pods: ``anti-affinity`` (required, per hostname) or ``spread`` (DoNotSchedule,
+maxSkew 1 over zones). Every pod is pending at the start; sessions
 run until nothing more can be placed. The clock runs over the sessions only
 (snapshot, session, applying the binds to the cache), not over building the
 synthetic cluster. ``--pure`` uses the NumPy twins of the compiled kernels
@@ -35,6 +39,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import target
 
@@ -50,7 +55,17 @@ from asyncsched.api.topology import HyperNode, HyperNodeSpec  # noqa: E402
 from asyncsched.backends.config_source import ConfigSource  # noqa: E402
 from asyncsched.cache import ClusterCache  # noqa: E402
 from asyncsched.framework import Registry, load_configuration, run_session  # noqa: E402
-from tests.builders import full_of_low_priority, node, pod, podgroup, queue  # noqa: E402
+from tests.builders import (  # noqa: E402
+    HOSTNAME,
+    ZONE,
+    anti_affinity,
+    full_of_low_priority,
+    node,
+    pod,
+    podgroup,
+    queue,
+    spread,
+)
 
 EVICT_CONFIG = """
 actions: "enqueue, allocate, preempt, reclaim, backfill"
@@ -116,36 +131,51 @@ def network(cache: ClusterCache, nodes: int) -> None:
     cache.upsert_hypernode(hypernode("top", 3, "HyperNode", spines))
 
 
-def build(nodes: int, jobs: int, tasks: int, topology: bool = False) -> ClusterCache:
+def build(
+    nodes: int, jobs: int, tasks: int, rules: str = "", topology: bool = False
+) -> ClusterCache:
     cache = ClusterCache()
     if topology:
         network(cache, nodes)
     for q in range(4):
         cache.upsert_queue(queue(f"q{q}", weight=q + 1))
     for i in range(nodes):
+        name = f"n{i:05d}"
+        # Zones of four neighbouring nodes: every zone has GPU nodes.
+        labels = {HOSTNAME: name, ZONE: f"z{i // 4 % 10}"} if rules else {}
         if i % 4 == 3:
-            cache.upsert_node(node(f"n{i:05d}", cpu="96", memory="768Gi", gpu=8))
+            cache.upsert_node(node(name, cpu="96", memory="768Gi", gpu=8, labels=labels))
         else:
-            cache.upsert_node(node(f"n{i:05d}", cpu="64", memory="256Gi"))
+            cache.upsert_node(node(name, cpu="64", memory="256Gi", labels=labels))
     for j in range(jobs):
         q = f"q{j % 4}"
         gpu = 1 if j % 5 == 0 else 0
-        group = podgroup(f"job{j:05d}", tasks, namespace=q, queue=q, phase="Pending")
+        group = f"job{j:05d}"
+        pg = podgroup(group, tasks, namespace=q, queue=q, phase="Pending")
         if topology:  # every job within one spine (tier 2), as tight as it fits
             spec = {"mode": "hard", "highestTierAllowed": 2}
-            group = msgspec.structs.replace(
-                group, spec=msgspec.structs.replace(group.spec, network_topology=spec)
+            pg = msgspec.structs.replace(
+                pg, spec=msgspec.structs.replace(pg.spec, network_topology=spec)
             )
-        cache.upsert_podgroup(group)
+        cache.upsert_podgroup(pg)
+        extra: dict[str, Any] = {}
+        if rules and j % 2 == 0:
+            own = {"job": group}
+            extra["labels"] = own
+            if rules == "anti-affinity":
+                extra["affinity"] = anti_affinity(own)
+            else:
+                extra["topology_spread_constraints"] = [spread(own)]
         for t in range(tasks):
             cache.upsert_pod(
                 pod(
-                    f"job{j:05d}-{t}",
+                    f"{group}-{t}",
                     cpu="2",
                     memory="4Gi",
                     gpu=gpu,
                     namespace=q,
-                    group=f"job{j:05d}",
+                    group=group,
+                    **extra,
                 )
             )
     return cache
@@ -202,6 +232,12 @@ def main() -> None:
     )
     parser.add_argument("--running", type=int, default=10000, help="running pods (--evict)")
     parser.add_argument("--waiting", type=int, default=100, help="waiting pods per queue")
+    parser.add_argument(
+        "--pod-rules",
+        choices=("anti-affinity", "spread"),
+        default="",
+        help="every other job's pods keep apart (per node) or spread (over zones)",
+    )
     args = parser.parse_args()
     measured = target.identity()
     if args.installed:
@@ -211,7 +247,7 @@ def main() -> None:
         measure_evictions(args, measured)
         return
 
-    cache = build(args.nodes, args.jobs, args.tasks_per_job, args.topology)
+    cache = build(args.nodes, args.jobs, args.tasks_per_job, args.pod_rules, args.topology)
     loaded = ConfigSource(Registry()).current
     bound = 0
     durations = []
@@ -253,6 +289,7 @@ def main() -> None:
             {
                 "nodes": args.nodes,
                 "topology": args.topology,
+                **({"pod_rules": args.pod_rules} if args.pod_rules else {}),
                 "pods": bound,
                 "pods_per_s": round(bound / elapsed, 1),
                 "session_p99_ms": round(p99 * 1000, 1),

@@ -202,7 +202,9 @@ BATCH_PREDICATE: Hook[BatchPredicateFn] = Hook(
     dispatch.concat,
     "Vectorised predicate over the session's node list: failed[i] is True when node i "
     "fails for that reason. Node-static checks (selectors, affinity, taints) belong "
-    "here and may be cached per task template.",
+    "here and may be cached per task template; checks that depend on the pods placed "
+    "so far (pod affinity, topology spread, host ports) may change after every "
+    "allocate or deallocate event, so their caches follow those events.",
     answers=answers.FAILURE_MASKS,
     mutates=False,
     cheap=False,

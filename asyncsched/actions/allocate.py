@@ -33,7 +33,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from asyncsched.actions.hypernode_search import confine, search
+from asyncsched.actions.hypernode_search import confine, nowhere, search
 from asyncsched.actions.placement import find_node, place_best_effort_members, share_failure
 from asyncsched.actions.walk import Walk, ordered_tasks
 from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
@@ -151,9 +151,12 @@ class _Allocation:
                 trial.stmt.discard()
                 if not trial.kept and (closest is None or trial.placed > closest.placed):
                     closest = trial
-        tasks.clear()  # nothing more fits within the limit this session
         if extending:
-            return Statement(ssn)  # whole already: nothing to undo, nothing to report
+            if not found.gradients and tasks:  # the pods' reason: no gang message tells it
+                find_node(ssn, tasks[0], extra_failures=nowhere(ssn, found.why_none))
+            tasks.clear()  # nothing more fits within the limit this session
+            return Statement(ssn)  # whole already: nothing to undo
+        tasks.clear()
         if closest is not None:
             return self._settle(
                 job, closest, f" within one HyperNode of tier {limit.tier} or lower"

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import numpy as np
-
-from asyncsched.actions.hypernode_search import confine, search
+from asyncsched.actions.hypernode_search import confine, nowhere, search
 from asyncsched.actions.placement import Placement, find_node
 from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
@@ -64,10 +62,9 @@ def _place(ssn: Session, job: JobInfo, task: TaskInfo) -> Placement | None:
     if limit is None or not (limit.problem or ssn.hypernodes.has_topology):
         return find_node(ssn, task, pipeline=False, resources=False)
     found = search(ssn, job, limit)
-    if not found.gradients:
-        nowhere = np.ones(len(ssn.node_list), dtype=np.bool_)
-        find_node(ssn, task, pipeline=False, resources=False,
-                  extra_failures=[(found.why_none, nowhere)])  # fmt: skip
+    if not found.gradients:  # recorded as the task's reason
+        blocked = nowhere(ssn, found.why_none)
+        find_node(ssn, task, pipeline=False, resources=False, extra_failures=blocked)
         return None
     for gradient in found.gradients:
         for hn in gradient:

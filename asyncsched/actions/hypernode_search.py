@@ -30,7 +30,7 @@ from asyncsched.model import JobInfo, Resource, TaskStatus
 from asyncsched.model.hypernodes import CLUSTER_TOP, HyperNodeInfo, TopologyLimit
 from asyncsched.model.status import OCCUPYING_NODE
 
-__all__ = ["Search", "confine", "search"]
+__all__ = ["Search", "confine", "nowhere", "search"]
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,15 @@ def search(ssn: Session, job: JobInfo, limit: TopologyLimit) -> Search:
         if unions:
             gradients[-1:] = [[u] for u in unions]
     if not gradients:
+        if not any(h.tier <= limit.tier and h.nodes for h in tree.hypernodes.values()):
+            return Search([], f"no HyperNode with nodes is of tier {limit.tier} or lower")
         return Search([], f"no HyperNode of tier {limit.tier} or lower has room for the gang")
     return Search(gradients)
+
+
+def nowhere(ssn: Session, why: str) -> list[tuple[str, BoolArray]]:
+    """A failure mask that keeps a task off every node, for ``why`` (no HyperNode fits)."""
+    return [(why, np.ones(len(ssn.node_list), dtype=np.bool_))]
 
 
 def confine(ssn: Session, hn: HyperNodeInfo) -> list[tuple[str, BoolArray]]:

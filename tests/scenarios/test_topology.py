@@ -240,3 +240,13 @@ def test_a_best_effort_pod_of_a_hard_topology_group_stays_inside_its_hypernodes(
     assert run.placements() == {}
     line = next(s for s in run.stdout.splitlines() if "default/pg0" in s and "(1 pod)" in s)
     assert "not in HyperNode rack-a" in line and "unschedulable" in line, line
+
+
+def test_a_whole_gang_whose_tier_no_hypernode_has_still_says_why_its_pods_wait(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "found-topology-tier-zero.yaml", extra=["--until", "30"])
+
+    assert run.placements() == {}
+    line = next(s for s in run.stdout.splitlines() if "default/pg1" in s and "(1 pod)" in s)
+    assert "no HyperNode with nodes is of tier 0 or lower" in line, line

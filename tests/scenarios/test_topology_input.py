@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from asyncsched.api import Node
 from tests.scenarios.harness import simulate
 
 HYPERNODES = """apiVersion: topology.volcano.sh/v1alpha1
@@ -174,3 +175,13 @@ def test_queue_weight_zero_becomes_one_with_a_warning(
     )
     row = next(line.split() for line in run.stdout.splitlines() if line.strip().startswith("zero"))
     assert row[:2] == ["zero", "1"]
+
+
+def test_nodes_get_the_hostname_label_a_kubelet_gives_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.scenarios.harness import simulation
+
+    sim = simulation("nodes-cpu.yaml")
+    labels = {n.metadata.name: n.metadata.labels for n in sim.store.list(Node).values()}
+    assert labels and all(ls.get("kubernetes.io/hostname") == name for name, ls in labels.items())

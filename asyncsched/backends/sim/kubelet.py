@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from asyncsched.api import GROUP_NAME_ANNOTATION, Pod, PodGroup
+from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup
 from asyncsched.api.core import (
     ContainerState,
     ContainerStateTerminated,
@@ -172,6 +172,21 @@ def group_key(pod: Pod) -> str:
     return f"{meta.namespace}/{meta.annotations.get(GROUP_NAME_ANNOTATION) or meta.name}"
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def with_hostname(node: Node) -> Node:
+    """A node as its kubelet registers it: labelled ``kubernetes.io/hostname`` with its name
+    unless the input says otherwise (rules keyed on the hostname then work as on a cluster)."""
+    labels = node.metadata.labels
+    if HOSTNAME_LABEL in labels:
+        return node
+    meta = msgspec.structs.replace(
+        node.metadata, labels={**labels, HOSTNAME_LABEL: node.metadata.name}
+    )
+    return msgspec.structs.replace(node, metadata=meta)
+
+
 class Kubelets:
     """Every node's kubelet at once: runs the pods bound to them on the virtual clock."""
 
@@ -182,6 +197,7 @@ class Kubelets:
         self._to_start: dict[str, None] = {}
         store.watch((Pod,), self._pod)
         store.watch((PodGroup,), self._podgroup)
+        store.admit(Node, with_hostname)
 
     def _podgroup(self, change: WatchEvent) -> None:
         if change.event != "DELETED":

@@ -35,7 +35,7 @@ from asyncsched.backends.sim.gc import GarbageCollector
 from asyncsched.backends.sim.hypernodes import HyperNodeDiscovery
 from asyncsched.backends.sim.inspect import list_objects
 from asyncsched.backends.sim.jobs import JobController
-from asyncsched.backends.sim.kubelet import Kubelets
+from asyncsched.backends.sim.kubelet import Kubelets, with_hostname
 from asyncsched.backends.sim.objects import Deployment, Manifest
 from asyncsched.backends.sim.podgroups import PodGroupController
 from asyncsched.backends.sim.priority_admission import pod_priority_admission
@@ -231,6 +231,8 @@ class Simulation:
         """A user's ``kubectl apply``: create, or update a Deployment, Node or HyperNode that
         exists (its labels, annotations and spec; a Node's status too)."""
         store = self.store
+        if isinstance(obj, Node):
+            obj = with_hostname(obj)  # kept on a relabelled node, as its kubelet keeps it
         if isinstance(obj, (Deployment, Node, HyperNode)):
             current = store.get(type(obj), key_of(obj))
             if current is not None:

@@ -13,10 +13,15 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from asyncsched.backends.bundled import default_configuration
 from asyncsched.framework import ConfigError, LoadedConfiguration, Registry, load_configuration
 
-__all__ = ["ConfigSource", "ReloadOutcome"]
+__all__ = ["CONFIG_KEYS", "ConfigSource", "ReloadOutcome", "unwrap_config_map"]
+
+CONFIG_KEYS = ("scheduler.yaml", "volcano-scheduler.conf")
+"""The keys a ConfigMap carries the configuration under: ours, then Volcano's."""
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +49,7 @@ class ConfigSource:
         if self.path is None:
             self.current = load_configuration(default_configuration(), registry, "built-in default")
             return
-        text = self._read()
+        text = unwrap_config_map(self._read(), str(self.path))
         self.current = load_configuration(text, registry, str(self.path))
         self._digest = hashlib.sha256(text.encode()).hexdigest()
 
@@ -73,7 +78,7 @@ class ConfigSource:
         if (stat.st_mtime_ns, stat.st_size) == self._stamp:
             return ReloadOutcome(changed=False)
         try:
-            text = self._read()
+            text = unwrap_config_map(self._read(), str(self.path))
         except ConfigError as exc:
             return self._reject(str(exc))
         return self.offer(text, str(self.path))
@@ -101,3 +106,25 @@ class ConfigSource:
         self.last_error = message
         log.error("configuration rejected, keeping the previous one: %s", message)
         return ReloadOutcome(changed=False, error=message)
+
+
+def unwrap_config_map(text: str, source: str) -> str:
+    """The configuration in ``text``: the text itself, or, when it is a ConfigMap manifest
+    (as Volcano ships its ``volcano-scheduler-configmap``), the value of its first key of
+    CONFIG_KEYS. ConfigError when a ConfigMap has none of them."""
+    if "ConfigMap" not in text:
+        return text
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # not YAML at all: the configuration parser says so
+    if not isinstance(doc, dict) or doc.get("kind") != "ConfigMap":
+        return text
+    data = doc.get("data") or {}
+    for key in CONFIG_KEYS:
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str):
+            return value
+    raise ConfigError(
+        f"{source}: a ConfigMap with none of the keys {', '.join(CONFIG_KEYS)} under data"
+    )

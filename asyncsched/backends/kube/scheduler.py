@@ -18,7 +18,7 @@ from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import ConfigMap
 from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
-from asyncsched.backends.config_source import ConfigSource
+from asyncsched.backends.config_source import CONFIG_KEYS, ConfigSource
 from asyncsched.backends.kube.binder import Binder
 from asyncsched.backends.kube.client import KubeClient
 from asyncsched.backends.kube.evictor import Evictor
@@ -59,7 +59,6 @@ DISRUPTION_BUDGETS = ResourceKind(
     "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", PodDisruptionBudget
 )
 
-CONFIG_KEYS = ("scheduler.yaml", "volcano-scheduler.conf")
 """Keys looked for in a configuration ConfigMap: ours, then Volcano's."""
 
 

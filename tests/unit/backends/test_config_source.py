@@ -45,3 +45,49 @@ def test_a_bad_file_at_start_is_an_error(tmp_path: Path) -> None:
     conf.write_text("actions: 3\n")
     with pytest.raises(ConfigError, match="'actions' must be"):
         ConfigSource(Registry(), conf)
+
+
+VOLCANO_CONFIG_MAP = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: volcano-scheduler-configmap
+  namespace: volcano-system
+data:
+  volcano-scheduler.conf: |
+    actions: "enqueue, allocate, backfill"
+    tiers:
+    - plugins:
+      - name: priority
+      - name: gang
+      - name: conformance
+    - plugins:
+      - name: overcommit
+      - name: drf
+      - name: predicates
+      - name: proportion
+      - name: nodeorder
+      - name: binpack
+"""
+
+
+def test_a_volcano_config_map_manifest_is_read_as_its_configuration(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano-scheduler-configmap.yaml"
+    conf.write_text(VOLCANO_CONFIG_MAP)
+    source = ConfigSource(Registry(), conf)
+    assert source.current.configuration.plugin_names()[-1] == "binpack"
+
+    _touch(conf, VOLCANO_CONFIG_MAP.replace("volcano-scheduler.conf", "other.conf"), 1_000_000)
+    outcome = source.poll()
+    assert not outcome.changed
+    assert outcome.error == (
+        f"{conf}: a ConfigMap with none of the keys scheduler.yaml, volcano-scheduler.conf "
+        "under data"
+    )
+    assert source.current.configuration.plugin_names()[-1] == "binpack", "the last good kept"
+
+
+def test_a_config_map_without_the_key_is_refused_at_start(tmp_path: Path) -> None:
+    conf = tmp_path / "cm.yaml"
+    conf.write_text("apiVersion: v1\nkind: ConfigMap\ndata: {x: y}\n")
+    with pytest.raises(ConfigError, match="none of the keys"):
+        ConfigSource(Registry(), conf)

@@ -8,7 +8,7 @@ a loaded configuration.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -20,7 +20,12 @@ from asyncsched.framework.conf import ConfigError, SchedulerConfiguration, parse
 from asyncsched.framework.plugin import Action, Plugin, PluginBuilder
 from asyncsched.framework.reasons import queue_refusal
 from asyncsched.framework.registry import Registry
-from asyncsched.framework.results import PodGroupUpdate, SessionResult, TaskUnschedulable
+from asyncsched.framework.results import (
+    PodGroupUpdate,
+    SessionResult,
+    SessionTimings,
+    TaskUnschedulable,
+)
 from asyncsched.framework.session import Session
 from asyncsched.model import (
     ClusterSnapshot,
@@ -103,7 +108,10 @@ def load_configuration(
 
 
 def run_session(
-    snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str = ""
+    snapshot: ClusterSnapshot,
+    loaded: LoadedConfiguration,
+    uid: str = "",
+    clock: Callable[[], float] | None = None,
 ) -> tuple[SessionResult, Session]:
     """Run every configured action over the snapshot and report the decisions.
 
@@ -111,9 +119,11 @@ def run_session(
     (ASYNCSCHED_CHECK_SNAPSHOTS=1): the same session runs on it too, and any
     difference in what the two decide or report raises SnapshotReuseError.
     The session comes back closed (``Session.close``): read it, ask it nothing.
+    With a ``clock`` (seconds, such as ``time.perf_counter``) the result carries how long
+    the parts took (``SessionTimings``); the decisions never depend on it.
     """
     with gc_paused():
-        result, ssn = _run_session(snapshot, loaded, uid)
+        result, ssn = _run_session(snapshot, loaded, uid, clock)
         if snapshot.reference is not None:
             expected, _ = _run_session(snapshot.reference, loaded, uid)
             if result != expected:
@@ -124,35 +134,70 @@ def run_session(
         return result, ssn
 
 
-def open_session(snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str = "") -> Session:
+def open_session(
+    snapshot: ClusterSnapshot,
+    loaded: LoadedConfiguration,
+    uid: str = "",
+    timer: _Timer | None = None,
+) -> Session:
     """A session with every plugin opened and no action run yet (for actions, and for
     questions such as why a pod waits)."""
     ssn = Session(snapshot, loaded.configuration, loaded.build_plugins(), uid=uid)
     for name, plugin in list(ssn.plugins.items()):
+        began = timer.now() if timer is not None else 0.0
         try:
             plugin.on_session_open(ssn)
         except Exception as exc:
             ssn.plugin_failed(name, "on_session_open", exc)
+        if timer is not None:
+            timer.times.plugins[(name, "OnSessionOpen")] = timer.since(began)
     return ssn
 
 
+class _Timer:
+    """A session's clock and what it measured (only when the shell gave a clock)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.now = clock
+        self.times = SessionTimings()
+
+    def since(self, began: float) -> float:
+        return (self.now() - began) * 1000.0
+
+
 def _run_session(
-    snapshot: ClusterSnapshot, loaded: LoadedConfiguration, uid: str
+    snapshot: ClusterSnapshot,
+    loaded: LoadedConfiguration,
+    uid: str,
+    clock: Callable[[], float] | None = None,
 ) -> tuple[SessionResult, Session]:
-    ssn = open_session(snapshot, loaded, uid)
+    timer = _Timer(clock) if clock is not None else None
+    start = timer.now() if timer is not None else 0.0
+    ssn = open_session(snapshot, loaded, uid, timer)
+    if timer is not None:
+        timer.times.open_ms = timer.since(start)
     for action in loaded.actions:
+        began = timer.now() if timer is not None else 0.0
         try:
             action.execute(ssn)
         except Exception as exc:
             log.exception("action %s failed", action.name)
             ssn.plugin_failed(f"action:{action.name}", "execute", exc)
+        if timer is not None:
+            timer.times.actions[action.name] = timer.since(began)
     for name, plugin in ssn.plugins.items():
+        began = timer.now() if timer is not None else 0.0
         try:
             plugin.on_session_close(ssn)
         except Exception as exc:
             ssn.plugin_failed(name, "on_session_close", exc)
+        if timer is not None:
+            timer.times.plugins[(name, "OnSessionClose")] = timer.since(began)
     _report_jobs(ssn)
     ssn.close()
+    if timer is not None:
+        timer.times.e2e_ms = timer.since(start)
+        ssn.result.timings = timer.times
     return ssn.result, ssn
 
 

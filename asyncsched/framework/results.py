@@ -15,6 +15,7 @@ __all__ = [
     "PluginGauge",
     "PodGroupUpdate",
     "SessionResult",
+    "SessionTimings",
     "TaskUnschedulable",
 ]
 
@@ -118,6 +119,21 @@ class FitErrors:
 
 
 @dataclass
+class SessionTimings:
+    """How long the parts of a session took, in milliseconds, when the shell gave the
+    session a clock (the kube backend does, for Volcano's latency metrics; the
+    simulator does not, so its sessions stay byte-for-byte reproducible)."""
+
+    open_ms: float = 0.0
+    """The session made and every plugin's on_session_open."""
+    e2e_ms: float = 0.0
+    """The whole session, open to close."""
+    actions: dict[str, float] = field(default_factory=dict)
+    plugins: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(plugin, ``OnSessionOpen`` or ``OnSessionClose``) -> ms, Volcano's label values."""
+
+
+@dataclass
 class SessionResult:
     binds: list[Bind] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
@@ -139,3 +155,5 @@ class SessionResult:
     (``volcano_eviction_transactions_total{action}``)."""
     plugin_gauges: list[PluginGauge] = field(default_factory=list)
     """What plugins reported with ``Session.report_gauge``, in the order they did."""
+    timings: SessionTimings | None = field(default=None, compare=False)
+    """Set when the session was run with a clock; never part of what it decided."""

@@ -343,6 +343,15 @@ async def test_metrics_health_endpoints_and_clean_sigterm(bed: Bed) -> None:
         assert status == 200
         binds = [line for line in metrics.splitlines() if line.startswith("asyncsched_binds_total")]
         assert binds and float(binds[0].split()[-1]) >= 1, metrics[:2000]
+
+        def value(prefix: str) -> float:
+            found = [line for line in metrics.splitlines() if line.startswith(prefix)]
+            return float(found[0].split()[-1]) if found else -1.0
+
+        # Volcano's own names, for its dashboards and alerts.
+        assert value('volcano_schedule_attempts_total{result="scheduled"}') >= 1
+        assert value("volcano_e2e_scheduling_latency_milliseconds_count") >= 1
+        assert value('volcano_action_scheduling_latency_milliseconds_count{action="allocate"}') >= 1
     finally:
         assert scheduler.terminate() == 0, "SIGTERM ends the scheduler cleanly"
 

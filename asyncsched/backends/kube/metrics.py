@@ -13,6 +13,7 @@ from typing import Protocol
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from asyncsched.backends.kube.volcano_metrics import VolcanoMetrics
 from asyncsched.framework import SessionResult
 from asyncsched.framework.results import PluginGauge
 
@@ -80,12 +81,17 @@ class Metrics:
             registry=r,
         )
 
+        self.volcano = VolcanoMetrics(r)
+        """Volcano's own scheduler metrics, so its dashboards and alerts keep working."""
         self._plugin_gauges: dict[str, tuple[Gauge, tuple[str, ...]]] = {}
         self._plugin_series: dict[str, set[tuple[str, ...]]] = {}
         self._refused: set[str] = set()
 
-    def observe_session(self, result: SessionResult) -> None:
-        """The eviction figures the core counted in one session, and the plugins' gauges."""
+    def observe_session(self, result: SessionResult, snapshot_ms: float = 0.0) -> None:
+        """The eviction figures the core counted in one session, its latencies and
+        attempts as Volcano counts them, and the plugins' gauges. ``snapshot_ms``: the
+        cache snapshot the session was opened on (Volcano counts it in opening)."""
+        self.volcano.observe(result, snapshot_ms)
         if result.preemption_victims is not None:
             self.preemption_victims.set(result.preemption_victims)
         if result.preemption_attempts:

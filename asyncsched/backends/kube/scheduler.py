@@ -314,13 +314,15 @@ class KubeScheduler(Effects):
         self.sessions += 1
         began = time.perf_counter()
         snapshot = self.cache.snapshot(now=time.time())
+        snapshot_ms = (time.perf_counter() - began) * 1000.0
         self._report_network(snapshot.hypernodes)
+        uid = f"{self.options.identity}-{self.sessions}"
         result, _ = await asyncio.to_thread(
-            run_session, snapshot, self.config.current, f"{self.options.identity}-{self.sessions}"
+            run_session, snapshot, self.config.current, uid, time.perf_counter
         )
         self.metrics.session_seconds.observe(time.perf_counter() - began)
         self.metrics.sessions.inc()
-        self.metrics.observe_session(result)
+        self.metrics.observe_session(result, snapshot_ms)
         self._apply(result)
         return result
 

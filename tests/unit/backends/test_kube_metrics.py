@@ -6,7 +6,7 @@ import pytest
 
 from asyncsched.backends.kube.metrics import Metrics
 from asyncsched.framework import SessionResult
-from asyncsched.framework.results import PluginGauge
+from asyncsched.framework.results import Bind, PluginGauge, SessionTimings, TaskUnschedulable
 
 
 def test_volcanos_eviction_metrics_follow_the_session_results() -> None:
@@ -59,3 +59,65 @@ def test_a_gauge_whose_name_is_taken_is_refused_once_with_a_warning(
     warnings = [r.message for r in caplog.records if "not exported" in r.message]
     assert len(warnings) == 1 and "asyncsched_pending_pods" in warnings[0]
     assert "\nasyncsched_pending_pods 0.0\n" in metrics.exposition().decode()
+
+
+VOLCANO_NAMES = {
+    # pkg/scheduler/metrics/metrics.go of Volcano: the ones a session can tell.
+    "volcano_e2e_scheduling_latency_milliseconds": "histogram",
+    "volcano_open_session_duration_milliseconds": "histogram",
+    "volcano_action_scheduling_latency_milliseconds": "histogram",
+    "volcano_plugin_scheduling_latency_milliseconds": "histogram",
+    "volcano_schedule_attempts_total": "counter",
+    "volcano_unschedule_task_count": "gauge",
+    "volcano_unschedule_job_count": "gauge",
+    "volcano_pod_preemption_victims": "gauge",
+    "volcano_total_preemption_attempts": "gauge",
+    "volcano_eviction_transactions_total": "counter",
+}
+
+
+def _session(**extra: object) -> SessionResult:
+    timings = SessionTimings(
+        open_ms=3.0,
+        e2e_ms=40.0,
+        actions={"enqueue": 1.0, "allocate": 30.0},
+        plugins={("gang", "OnSessionOpen"): 0.2, ("gang", "OnSessionClose"): 0.5},
+    )
+    return SessionResult(timings=timings, **extra)  # type: ignore[arg-type]
+
+
+def test_volcanos_scheduler_metrics_carry_its_names_labels_and_buckets() -> None:
+    metrics = Metrics()
+    notes = [TaskUnschedulable(f"ns/p{i}", "ns", f"p{i}", "ns/job-a", "no room") for i in range(2)]
+    notes.append(TaskUnschedulable("ns/q", "ns", "q", "ns/job-b", "no room"))
+    metrics.observe_session(
+        _session(binds=[Bind("ns/r", "ns", "r", "n1")], unschedulable=notes), snapshot_ms=5.0
+    )
+    text = metrics.exposition().decode()
+
+    for name, kind in VOLCANO_NAMES.items():
+        assert f"# TYPE {name} {kind}" in text, name
+    assert "volcano_e2e_scheduling_latency_milliseconds_sum 45.0" in text
+    assert "volcano_open_session_duration_milliseconds_sum 8.0" in text
+    assert 'volcano_action_scheduling_latency_milliseconds_sum{action="allocate"} 30.0' in text
+    assert (
+        'volcano_plugin_scheduling_latency_milliseconds_sum{OnSession="OnSessionClose",'
+        'plugin="gang"} 0.5'
+    ) in text
+    assert 'volcano_schedule_attempts_total{result="scheduled"} 1.0' in text
+    assert 'volcano_schedule_attempts_total{result="unschedulable"} 3.0' in text
+    assert 'volcano_unschedule_task_count{job_id="ns/job-a"} 2.0' in text
+    assert "\nvolcano_unschedule_job_count 2.0\n" in text
+    # Volcano's bucket range for sessions: 1 ms to 5 s in 20 steps.
+    bounds = [
+        line.split('le="')[1].split('"')[0]
+        for line in text.splitlines()
+        if line.startswith("volcano_e2e_scheduling_latency_milliseconds_bucket")
+    ]
+    assert len(bounds) == 21 and bounds[-1] == "+Inf"
+    assert float(bounds[0]) == 1.0 and abs(float(bounds[-2]) - 5000.0) < 1e-6
+
+    metrics.observe_session(_session())
+    text = metrics.exposition().decode()
+    assert "volcano_unschedule_task_count{" not in text, "a job placed since is dropped"
+    assert "\nvolcano_unschedule_job_count 0.0\n" in text

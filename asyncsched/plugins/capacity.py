@@ -36,6 +36,7 @@ from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
 from asyncsched.model.queue_tree import ROOT, QueueNode, QueueTree, queue_books
 from asyncsched.model.resource import PODS
 from asyncsched.plugins._capacity_reclaim import Reclaim, common_depth
+from asyncsched.plugins._queue_metrics import report_queue
 from asyncsched.plugins._resources import cluster_total, job_min_resources
 
 __all__ = ["CapacityPlugin"]
@@ -213,9 +214,24 @@ class CapacityPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         """Report each declared queue's deserved amount (the implicit root is not one)."""
-        for name, node in self.tree.nodes.items():
+        for name, node in sorted(self.tree.nodes.items()):  # the same order every time
             if name in ssn.queues:
                 ssn.result.deserved[name] = node.deserved.as_dict()
+                report_queue(
+                    ssn,
+                    name,
+                    {
+                        "allocated": node.allocated.as_dict(),
+                        "request": node.request.as_dict(),
+                        "deserved": node.deserved.as_dict(),
+                        "capacity": node.capability,
+                        "real_capacity": node.real_capability,
+                        "inqueue": node.inqueue.as_dict(),
+                    },
+                    share=node.share,
+                    weight=node.info.weight,
+                    overused=node.deserved.fits_in(node.allocated),
+                )
 
 
 def _below_somewhere(used: Resource, deserved: Resource, asked: Resource) -> bool:

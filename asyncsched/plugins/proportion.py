@@ -37,6 +37,7 @@ from asyncsched.framework.hooks import (
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
 from asyncsched.model.queue_tree import queue_books
 from asyncsched.model.resource import CPU, MEMORY, PODS
+from asyncsched.plugins._queue_metrics import report_queue
 from asyncsched.plugins._resources import (
     cluster_total,
     dominant_share,
@@ -287,6 +288,24 @@ class ProportionPlugin:
             attr.inqueue = attr.inqueue + minimum
 
     def on_session_close(self, ssn: Session) -> None:
-        """Report each queue's deserved amount; the books stay readable for other plugins."""
-        for name, attr in self.queues.items():
+        """Report each queue's deserved amount and Volcano's queue metrics; the books stay
+        readable for other plugins."""
+        for name, attr in sorted(self.queues.items()):  # the same order every time
             ssn.result.deserved[name] = attr.deserved.as_dict()
+            queue = ssn.queues.get(name)
+            capability = queue.capability.as_dict() if queue and queue.capability else {}
+            report_queue(
+                ssn,
+                name,
+                {
+                    "allocated": attr.allocated.as_dict(),
+                    "request": attr.request.as_dict(),
+                    "deserved": attr.deserved.as_dict(),
+                    "capacity": capability,
+                    "real_capacity": attr.real_capability,
+                    "inqueue": attr.inqueue.as_dict(),
+                },
+                share=attr.share,
+                weight=attr.weight,
+                overused=attr.deserved.fits_in(attr.allocated),
+            )

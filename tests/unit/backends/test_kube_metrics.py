@@ -121,3 +121,32 @@ def test_volcanos_scheduler_metrics_carry_its_names_labels_and_buckets() -> None
     text = metrics.exposition().decode()
     assert "volcano_unschedule_task_count{" not in text, "a job placed since is dropped"
     assert "\nvolcano_unschedule_job_count 0.0\n" in text
+
+
+def test_volcanos_queue_metrics_come_from_the_queue_sharing_plugin() -> None:
+    from asyncsched.backends.config_source import ConfigSource
+    from asyncsched.framework import Registry, run_session
+    from tests.builders import node, pod, podgroup, snapshot
+
+    snap = snapshot(
+        node("n1", cpu="4", gpu=2),
+        podgroup("train", 2),
+        pod("train-0", cpu="1", gpu=1, group="train"),
+        pod("train-1", cpu="1", group="train"),
+    )
+    result, _ = run_session(snap, ConfigSource(Registry()).current, "s1")
+    metrics = Metrics()
+    metrics.observe_session(result)
+    text = metrics.exposition().decode()
+
+    assert 'volcano_queue_allocated_milli_cpu{queue_name="default"} 2000.0' in text
+    gpus = (
+        'volcano_queue_allocated_scalar_resources{queue_name="default",resource="nvidia.com/gpu"}'
+    )
+    assert f"{gpus} 1000.0" in text, "scalar resources in milli-units, as Volcano keeps them"
+    assert 'volcano_queue_real_capacity_milli_cpu{queue_name="default"} 4000.0' in text
+    assert 'volcano_queue_weight{queue_name="default"} 1.0' in text
+    for name in ("request", "deserved", "inqueue"):
+        assert f"# TYPE volcano_queue_{name}_milli_cpu gauge" in text
+    assert "# TYPE volcano_queue_share gauge" in text
+    assert "# TYPE volcano_queue_overused gauge" in text

@@ -12,6 +12,10 @@ labels) while no pod with rules moves.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
 import msgspec
 import numpy as np
 
@@ -26,6 +30,8 @@ __all__ = ["Failures", "PodRulesFilter", "PodRulesScorer"]
 Failures = list[tuple[str, BoolArray]]
 Scores = _podaffinity.Scores
 _LIMIT = 512
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 """Entries a cache keeps before it starts again."""
 
 
@@ -51,6 +57,22 @@ def _plain(task: TaskInfo) -> tuple[str, tuple[tuple[str, str], ...]]:
     return task.namespace, tuple(sorted(task.pod.metadata.labels.items()))
 
 
+class _Memo(Generic[K, V]):
+    """Answers by key, each good while the version it was made at is current; at most
+    _LIMIT kept (past that it starts over)."""
+
+    def __init__(self) -> None:
+        self.answers: dict[K, tuple[int, V]] = {}
+
+    def get(self, key: K, version: int, make: Callable[[tuple[int, V] | None], V]) -> V:
+        known = self.answers.get(key)
+        if known is None or known[0] != version:
+            known = self.answers[key] = (version, make(known))
+            if len(self.answers) > _LIMIT:
+                self.answers = {key: known}
+        return known[1]
+
+
 class PodRulesFilter:
     """The nodes host ports, pod (anti-)affinity and topology spread keep a task off."""
 
@@ -59,28 +81,19 @@ class PodRulesFilter:
         self.ports = ports
         self.affinity = affinity
         self.spread = spread
-        self._ruled: dict[bytes, tuple[int, Failures]] = {}
-        self._plain: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, Failures]] = {}
+        self._ruled: _Memo[bytes, Failures] = _Memo()
+        self._plain: _Memo[tuple[str, tuple[tuple[str, str], ...]], Failures] = _Memo()
 
     def failures(self, task: TaskInfo) -> Failures:
         placed = self.placed
         if task.uid not in placed.ruled:
             if not self.affinity or not placed.imposed().anti_affinity:
                 return []
-            key = _plain(task)
-            known = self._plain.get(key)
-            if known is None or known[0] != placed.imposed_version:
-                known = self._plain[key] = (placed.imposed_version, self._fresh(task, known))
-                if len(self._plain) > _LIMIT:
-                    self._plain = {key: known}
-            return known[1]
-        template = _template(task)
-        found = self._ruled.get(template)
-        if found is None or found[0] != placed.version:
-            found = self._ruled[template] = (placed.version, self._fresh(task, found))
-            if len(self._ruled) > _LIMIT:
-                self._ruled = {template: found}
-        return found[1]
+            fresh = functools.partial(self._fresh, task)
+            return self._plain.get(_plain(task), placed.imposed_version, fresh)
+        return self._ruled.get(
+            _template(task), placed.version, functools.partial(self._fresh, task)
+        )
 
     def _fresh(self, task: TaskInfo, known: tuple[int, Failures] | None) -> Failures:
         """The task's failures now; the known ones again when nothing in them changed, so
@@ -130,8 +143,8 @@ class PodRulesScorer:
         self.placed = placed
         self.affinity = affinity
         self.spread = spread
-        self._ruled: dict[bytes, tuple[int, Scores | None]] = {}
-        self._plain: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, Scores | None]] = {}
+        self._ruled: _Memo[bytes, Scores | None] = _Memo()
+        self._plain: _Memo[tuple[str, tuple[tuple[str, str], ...]], Scores | None] = _Memo()
 
     def constant(self, task: TaskInfo) -> bool:
         """Is the task's score from these rules the same (0) on every node?"""
@@ -161,20 +174,8 @@ class PodRulesScorer:
         if task.uid not in placed.ruled:
             if not placed.imposed().preferred:
                 return None
-            key = _plain(task)
-            known = self._plain.get(key)
-            if known is None or known[0] != placed.imposed_version:
-                known = self._plain[key] = (
-                    placed.imposed_version,
-                    _podaffinity.raw_scores(placed, task),
-                )
-                if len(self._plain) > _LIMIT:
-                    self._plain = {key: known}
-            return known[1]
-        template = _template(task)
-        found = self._ruled.get(template)
-        if found is None or found[0] != placed.version:
-            found = self._ruled[template] = (placed.version, _podaffinity.raw_scores(placed, task))
-            if len(self._ruled) > _LIMIT:
-                self._ruled = {template: found}
-        return found[1]
+            version, key = placed.imposed_version, _plain(task)
+            return self._plain.get(key, version, lambda _: _podaffinity.raw_scores(placed, task))
+        return self._ruled.get(
+            _template(task), placed.version, lambda _: _podaffinity.raw_scores(placed, task)
+        )

@@ -243,7 +243,9 @@ class _Build:
     def _tree(self, anew: bool, changes: Changes) -> HyperNodeTree:
         """The network tree; the last snapshot's while no HyperNode, node or label changed."""
         handed, cache = self.handed, self.cache
-        if not anew and handed.tree is not None and changes.node_objects:
+        # Labels matter only to HyperNodes (labelMatch): with none, a heartbeat's new Node
+        # object costs no pass over the nodes.
+        if not anew and handed.tree is not None and changes.node_objects and cache.hypernodes:
             anew = any(
                 handed.tree_labels.get(name) != info.labels for name, info in cache.nodes.items()
             )

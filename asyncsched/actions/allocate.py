@@ -33,13 +33,13 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from asyncsched.actions.hypernode_search import confine, nowhere, search
+from asyncsched.actions.hypernode_search import confine, job_limit, nowhere, search
 from asyncsched.actions.placement import find_node, place_best_effort_members, share_failure
 from asyncsched.actions.walk import Walk, ordered_tasks
 from asyncsched.framework import Arguments, FitErrors, GangAttempt, Session, Statement
 from asyncsched.framework.hooks import HYPERNODE_ORDER, BoolArray
 from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
-from asyncsched.model.hypernodes import TopologyLimit, topology_limit
+from asyncsched.model.hypernodes import TopologyLimit
 from asyncsched.model.status import READY
 
 __all__ = ["AllocateAction"]
@@ -116,10 +116,9 @@ class _Allocation:
     ) -> Statement | None:
         """Place tasks until the job is ready; the statement, or None once undone."""
         ssn = self.ssn
-        if job.network_topology is not None:
-            limit = topology_limit(job.network_topology, ssn.hypernodes)
-            if limit is not None and (limit.problem or ssn.hypernodes.has_topology):
-                return self._allocate_by_topology(job, queue, tasks, limit)
+        limit = job_limit(ssn, job)
+        if limit is not None:
+            return self._allocate_by_topology(job, queue, tasks, limit)
         trial = self._try(job, queue, tasks, self.failed_roles.setdefault(job.uid, {}))
         return self._settle(job, trial)
 

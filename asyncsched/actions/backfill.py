@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from asyncsched.actions.hypernode_search import confine, nowhere, search
+from asyncsched.actions.hypernode_search import confine, job_limit, nowhere, search
 from asyncsched.actions.placement import Placement, find_node
 from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
 from asyncsched.model import JobInfo, TaskInfo
-from asyncsched.model.hypernodes import topology_limit
 
 __all__ = ["BackfillAction"]
 
@@ -56,10 +55,8 @@ class BackfillAction:
 def _place(ssn: Session, job: JobInfo, task: TaskInfo) -> Placement | None:
     """A node for the task; for a job with ``networkTopology``, within the HyperNodes its
     limit allows, lowest tier first, as allocate places its other pods."""
-    limit = None
-    if job.network_topology is not None:
-        limit = topology_limit(job.network_topology, ssn.hypernodes)
-    if limit is None or not (limit.problem or ssn.hypernodes.has_topology):
+    limit = job_limit(ssn, job)
+    if limit is None:
         return find_node(ssn, task, pipeline=False, resources=False)
     found = search(ssn, job, limit)
     if not found.gradients:  # recorded as the task's reason

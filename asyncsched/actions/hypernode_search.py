@@ -27,10 +27,10 @@ from asyncsched.framework import Session
 from asyncsched.framework.hooks import BoolArray, IntArray
 from asyncsched.framework.state import Slot
 from asyncsched.model import JobInfo, Resource, TaskStatus
-from asyncsched.model.hypernodes import CLUSTER_TOP, HyperNodeInfo, TopologyLimit
+from asyncsched.model.hypernodes import CLUSTER_TOP, HyperNodeInfo, TopologyLimit, topology_limit
 from asyncsched.model.status import OCCUPYING_NODE
 
-__all__ = ["Search", "confine", "nowhere", "search"]
+__all__ = ["Search", "confine", "job_limit", "nowhere", "search"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,18 @@ class Search:
 
     gradients: list[list[HyperNodeInfo]]
     why_none: str = ""
+
+
+def job_limit(ssn: Session, job: JobInfo) -> TopologyLimit | None:
+    """The job's topology limit when it changes where the job may go: None for a job
+    without ``networkTopology``, or when no HyperNode exists and nothing is wrong (the
+    whole cluster is then the only HyperNode, as with no limit)."""
+    if job.network_topology is None:
+        return None
+    limit = topology_limit(job.network_topology, ssn.hypernodes)
+    if limit is None or not (limit.problem or ssn.hypernodes.has_topology):
+        return None
+    return limit
 
 
 def search(ssn: Session, job: JobInfo, limit: TopologyLimit) -> Search:

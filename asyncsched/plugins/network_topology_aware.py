@@ -65,25 +65,14 @@ class NetworkTopologyAwarePlugin:
         table = ssn.table
         allocatable = table.allocatable[rows].sum(axis=0)
         used = allocatable - table.idle[rows].sum(axis=0)
-        score = self._binpack(table.vector(request), used, allocatable, table.dimensions)
+        one = self._binpack_many(
+            table.vector(request), used[None], allocatable[None], table.dimensions
+        )
+        score = float(one[0])
         here = sum(1 for t in job.tasks.values() if t.node_name in hn.nodes)
         # Volcano adds the locality share only to tied HyperNodes; a share below 1/100 of a
         # binpack step keeps the order of untied ones the same.
         return MAX_SCORE * self.weight * (score + here / max(len(job.tasks), 1) * 1e-3)
-
-    def _binpack(
-        self, request: np.ndarray, used: np.ndarray, allocatable: np.ndarray, names: list[str]
-    ) -> float:
-        total = weighed = 0.0
-        for i, name in enumerate(names):
-            weight = self.resource_weights.get(name, 0)
-            if request[i] <= 0 or weight <= 0:
-                continue
-            if allocatable[i] <= 0 or used[i] + request[i] > allocatable[i]:
-                return 0.0
-            total += weight * (used[i] + request[i]) / allocatable[i]
-            weighed += weight
-        return total / weighed if weighed else 0.0
 
     # -- nodes ---------------------------------------------------------------------------
 
@@ -153,7 +142,9 @@ class NetworkTopologyAwarePlugin:
     def _binpack_many(
         self, request: np.ndarray, used: np.ndarray, allocatable: np.ndarray, names: list[str]
     ) -> FloatArray:
-        """``_binpack`` for each row of ``used`` and ``allocatable`` at once."""
+        """Volcano's HyperNode binpack for each row of ``used`` and ``allocatable``: the
+        weighted mean of ``(used + request) / allocatable`` over the weighed resources the
+        request asks for, 0 where one would overflow."""
         total = np.zeros(used.shape[0], dtype=np.float64)
         overflow = np.zeros(used.shape[0], dtype=np.bool_)
         weighed = 0.0

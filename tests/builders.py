@@ -27,6 +27,7 @@ from asyncsched.api.policy import (
     PodDisruptionBudgetStatus,
 )
 from asyncsched.api.selectors import LabelSelector
+from asyncsched.api.topology import HyperNode, HyperNodeSpec
 from asyncsched.api.volcano import PodGroupSpec, PodGroupStatus, QueueSpec
 from asyncsched.cache import ClusterCache
 from asyncsched.model import ClusterSnapshot
@@ -289,7 +290,16 @@ def disruption_budget(
     )
 
 
-Built = Node | Pod | PodGroup | Queue | PriorityClass | PodDisruptionBudget
+Built = Node | Pod | PodGroup | Queue | PriorityClass | PodDisruptionBudget | HyperNode
+
+
+def hypernode(
+    name: str, tier: int, nodes: tuple[str, ...] = (), hypernodes: tuple[str, ...] = ()
+) -> HyperNode:
+    """A HyperNode whose members are these nodes and HyperNodes, by exact name."""
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": h}}} for h in hypernodes]
+    return HyperNode(metadata=ObjectMeta(name=name), spec=HyperNodeSpec(tier=tier, members=members))
 
 
 def snapshot(*objects: Built) -> ClusterSnapshot:
@@ -310,6 +320,8 @@ def cache_of(*objects: Built) -> ClusterCache:
             cache.upsert_queue(obj)
         elif isinstance(obj, PodDisruptionBudget):
             cache.upsert_disruption_budget(obj)
+        elif isinstance(obj, HyperNode):
+            cache.upsert_hypernode(obj)
         else:
             cache.upsert_priority_class(obj)
     return cache

@@ -177,4 +177,14 @@ class DrfPlugin:
         ssn.add(RECLAIMABLE, self.name, reclaimable)
 
     def on_session_close(self, ssn: Session) -> None:
-        """Nothing to report; the books stay readable for other plugins' close."""
+        """Volcano's ``volcano_job_share`` for every job holding resources; the books stay
+        readable for other plugins' close."""
+        for job in self.session_jobs.values():
+            attr = self.jobs.get(job.uid)
+            if attr is None and job.allocated.is_zero():
+                continue
+            share = self.share_of(job.uid)
+            ssn.report_gauge(
+                "volcano_job_share", "Share for one job", share,
+                job_ns=job.namespace, job_id=job.name,
+            )  # fmt: skip

@@ -352,6 +352,11 @@ async def test_metrics_health_endpoints_and_clean_sigterm(bed: Bed) -> None:
         assert value('volcano_schedule_attempts_total{result="scheduled"}') >= 1
         assert value("volcano_e2e_scheduling_latency_milliseconds_count") >= 1
         assert value('volcano_action_scheduling_latency_milliseconds_count{action="allocate"}') >= 1
+        assert value('volcano_task_scheduling_latency_milliseconds_count{stage="Bound"}') >= 1
+        assert value('volcano_scheduling_stage_duration_milliseconds_count{stage="Bind"}') >= 1
+        assert value("volcano_e2e_job_scheduling_latency_milliseconds_count") >= 1
+        assert value('volcano_e2e_job_scheduling_duration{job_name="counted"') >= 0
+        assert value('volcano_job_share{job_id="counted"') > 0
     finally:
         assert scheduler.terminate() == 0, "SIGTERM ends the scheduler cleanly"
 

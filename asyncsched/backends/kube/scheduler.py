@@ -37,7 +37,7 @@ from asyncsched.framework.results import (
     PodGroupUpdate,
     TaskUnschedulable,
 )
-from asyncsched.model import TaskStatus
+from asyncsched.model import ClusterSnapshot, TaskStatus
 from asyncsched.model.hypernodes import HyperNodeTree
 
 __all__ = ["KubeScheduler", "SchedulerOptions"]
@@ -112,6 +112,8 @@ class KubeScheduler(Effects):
         self.status = StatusWriter(client, options.identity)
         self._reported_bad: set[tuple[str, str, str, str]] = set()
         self._preemptors: dict[str, str] = {}
+        self._bind_sent: dict[str, float] = {}
+        """When each bind in flight was sent (perf_counter), for Volcano's bind stage time."""
         """Per victim being evicted, the pod the room is for (``namespace/name``, or "")."""
         self.sessions = 0
         self.informers: list[Informer[Any]] = [
@@ -323,8 +325,21 @@ class KubeScheduler(Effects):
         self.metrics.session_seconds.observe(time.perf_counter() - began)
         self.metrics.sessions.inc()
         self.metrics.observe_session(result, snapshot_ms)
+        self._observe_jobs(result, snapshot)
         self._apply(result)
         return result
+
+    def _observe_jobs(self, result: SessionResult, snapshot: ClusterSnapshot) -> None:
+        """Volcano's per-job latencies: the job of each task placed this session."""
+        placed = []
+        for bind in result.binds:
+            task = self.cache.tasks.get(bind.uid)
+            job = snapshot.jobs.get(task.job) if task is not None else None
+            if job is not None:
+                placed.append(job)
+        volcano = self.metrics.volcano
+        volcano.jobs_placed(placed, time.time())
+        volcano.jobs_gone(set(snapshot.jobs))
 
     def _report_network(self, tree: HyperNodeTree) -> None:
         """A HyperNode left out of the network tree, or making it unusable, gets one warning
@@ -382,6 +397,7 @@ class KubeScheduler(Effects):
         if pod is None or not self.cache.mark_binding(bind.uid, bind.node):
             return False
         self.binder.submit(bind.namespace, bind.name, pod.metadata.uid, bind.node)
+        self._bind_sent[bind.uid] = time.perf_counter()
         return True
 
     def nominate(self, nomination: Nomination) -> bool:
@@ -397,8 +413,13 @@ class KubeScheduler(Effects):
             self.status.unschedulable(note, pod.metadata.uid)
 
     def _bind_done(self, key: str, node: str, error: str | None) -> None:
+        sent = self._bind_sent.pop(key, None)
         if error is None:
             self.metrics.binds.inc()
+            task = self.cache.tasks.get(key)
+            if task is not None and sent is not None:
+                bind_ms = (time.perf_counter() - sent) * 1000.0
+                self.metrics.volcano.task_bound(task.creation, time.time(), bind_ms)
             self.status.forget(key)
             return
         self.metrics.bind_failures.inc()

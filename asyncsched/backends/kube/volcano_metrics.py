@@ -1,9 +1,13 @@
 """Volcano's scheduler metrics under Volcano's names, labels and buckets.
 
 Volcano's Grafana dashboards and alerts read these; asyncsched fills them from what a
-session reports (its timings, binds, pods it could not place, failures). Names, label
-names and bucket ranges follow pkg/scheduler/metrics of Volcano; ``schedule_attempts``
-is counted here, where Volcano registers it and never increments it.
+session reports (its timings, binds, pods it could not place, failures) and from what
+the binder sees. Names, label names and bucket ranges follow pkg/scheduler/metrics of
+Volcano; ``schedule_attempts`` is counted here, where Volcano registers it and never
+increments it. Of the per-stage durations only ``Bind`` is measured (Volcano also times
+``Predicate``, ``Scoring`` and ``PreBind`` inside its allocate; ours are in the action's
+latency). Counters Volcano exposes without the ``_total`` suffix are gauges that only
+grow, as a prometheus_client Counter would add the suffix.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from asyncsched.framework import SessionResult
+from asyncsched.model import JobInfo
 
 __all__ = ["VolcanoMetrics", "exponential_range"]
 
@@ -72,6 +77,80 @@ class VolcanoMetrics:
             registry=r,
         )
         self._jobs: set[str] = set()
+        per_job = ["job_name", "queue", "job_namespace"]
+        self.job_latency = Histogram(
+            "volcano_e2e_job_scheduling_latency_milliseconds",
+            "Time from a job's creation to each of its tasks being placed, in milliseconds",
+            buckets=exponential_range(100, 120000, 30),
+            registry=r,
+        )
+        self.job_duration = Gauge(
+            "volcano_e2e_job_scheduling_duration",
+            "Time from the job's creation to its latest task placed, in milliseconds",
+            per_job,
+            registry=r,
+        )
+        self.job_start = Gauge(
+            "volcano_e2e_job_scheduling_start_time",
+            "The job's creation time (Unix seconds)",
+            per_job,
+            registry=r,
+        )
+        self.job_last = Gauge(
+            "volcano_e2e_job_scheduling_last_time",
+            "When the job's latest task was placed (Unix seconds)",
+            per_job,
+            registry=r,
+        )
+        self.job_retries = Gauge(
+            "volcano_job_retry_counts",
+            "Sessions in which the job had tasks that could not be placed (only grows)",
+            ["job_id"],
+            registry=r,
+        )
+        self.task_latency = Histogram(
+            "volcano_task_scheduling_latency_milliseconds",
+            "Time from a pod's creation to a stage of its scheduling (Bound), in milliseconds",
+            ["stage"],
+            buckets=exponential_range(50, 60000, 30),
+            registry=r,
+        )
+        self.stage = Histogram(
+            "volcano_scheduling_stage_duration_milliseconds",
+            "Duration of one scheduling stage for one pod (Bind: the API call), in milliseconds",
+            ["stage"],
+            buckets=exponential_range(0.1, 500, 20),
+            registry=r,
+        )
+        self._placed_jobs: dict[str, tuple[str, str, str]] = {}
+        self._retried: set[str] = set()
+
+    def jobs_placed(self, jobs: list[JobInfo], now: float) -> None:
+        """One entry per task placed this session, by its job: Volcano observes the job's
+        latency once per task placed and keeps the latest figures per job."""
+        for job in jobs:
+            labels = (job.name, job.queue, job.namespace)
+            waited_ms = max(0.0, now - job.creation) * 1000.0
+            self.job_latency.observe(waited_ms)
+            self.job_duration.labels(*labels).set(waited_ms)
+            self.job_last.labels(*labels).set(now)
+            if self._placed_jobs.get(job.uid) != labels:
+                self._placed_jobs[job.uid] = labels
+                self.job_start.labels(*labels).set(job.creation)
+
+    def jobs_gone(self, alive: set[str]) -> None:
+        """Drop the per-job series of jobs no longer in the cluster."""
+        for uid in [uid for uid in self._placed_jobs if uid not in alive]:
+            labels = self._placed_jobs.pop(uid)
+            for gauge in (self.job_duration, self.job_start, self.job_last):
+                gauge.remove(*labels)
+        for job in self._retried - alive:
+            self._retried.discard(job)
+            self.job_retries.remove(job)
+
+    def task_bound(self, created: float, now: float, bind_ms: float) -> None:
+        self.task_latency.labels("Bound").observe(max(0.0, now - created) * 1000.0)
+        self.stage.labels("Bind").observe(bind_ms)
 
     def observe(self, result: SessionResult, snapshot_ms: float) -> None:
         timings = result.timings
@@ -97,3 +176,6 @@ class VolcanoMetrics:
             self.unschedulable_tasks.labels(job).set(count)
         self._jobs = set(per_job)
         self.unschedulable_jobs.set(len(per_job))
+        for job in per_job:
+            self.job_retries.labels(job).inc()
+            self._retried.add(job)

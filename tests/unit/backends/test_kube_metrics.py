@@ -126,10 +126,11 @@ def test_volcanos_scheduler_metrics_carry_its_names_labels_and_buckets() -> None
 def test_volcanos_queue_metrics_come_from_the_queue_sharing_plugin() -> None:
     from asyncsched.backends.config_source import ConfigSource
     from asyncsched.framework import Registry, run_session
-    from tests.builders import node, pod, podgroup, snapshot
+    from tests.builders import node, pod, podgroup, queue, snapshot
 
     snap = snapshot(
         node("n1", cpu="4", gpu=2),
+        queue("default", capability={"cpu": "8", "memory": "8Gi", "nvidia.com/gpu": 2}),
         podgroup("train", 2),
         pod("train-0", cpu="1", gpu=1, group="train"),
         pod("train-1", cpu="1", group="train"),
@@ -150,3 +151,112 @@ def test_volcanos_queue_metrics_come_from_the_queue_sharing_plugin() -> None:
         assert f"# TYPE volcano_queue_{name}_milli_cpu gauge" in text
     assert "# TYPE volcano_queue_share gauge" in text
     assert "# TYPE volcano_queue_overused gauge" in text
+
+
+# Every metric of pkg/scheduler/metrics in Volcano (metrics.go, queue.go, job.go,
+# namespace.go), as exposed. The namespace_* gauges are registered there and never set by
+# any of Volcano's code, so neither Volcano nor asyncsched exports a series for them.
+VOLCANO_ALL = {
+    "volcano_action_scheduling_latency_milliseconds": ("histogram", {"action"}),
+    "volcano_e2e_job_scheduling_duration": ("gauge", {"job_name", "queue", "job_namespace"}),
+    "volcano_e2e_job_scheduling_last_time": ("gauge", {"job_name", "queue", "job_namespace"}),
+    "volcano_e2e_job_scheduling_latency_milliseconds": ("histogram", set()),
+    "volcano_e2e_job_scheduling_start_time": ("gauge", {"job_name", "queue", "job_namespace"}),
+    "volcano_e2e_scheduling_latency_milliseconds": ("histogram", set()),
+    "volcano_eviction_transactions_total": ("counter", {"action"}),
+    "volcano_job_retry_counts": ("gauge", {"job_id"}),
+    "volcano_job_share": ("gauge", {"job_ns", "job_id"}),
+    "volcano_open_session_duration_milliseconds": ("histogram", set()),
+    "volcano_plugin_scheduling_latency_milliseconds": ("histogram", {"plugin", "OnSession"}),
+    "volcano_pod_preemption_victims": ("gauge", set()),
+    "volcano_schedule_attempts_total": ("counter", {"result"}),
+    "volcano_scheduling_stage_duration_milliseconds": ("histogram", {"stage"}),
+    "volcano_task_scheduling_latency_milliseconds": ("histogram", {"stage"}),
+    "volcano_total_preemption_attempts": ("gauge", set()),
+    "volcano_unschedule_job_count": ("gauge", set()),
+    "volcano_unschedule_task_count": ("gauge", {"job_id"}),
+    "volcano_queue_share": ("gauge", {"queue_name"}),
+    "volcano_queue_weight": ("gauge", {"queue_name"}),
+    "volcano_queue_overused": ("gauge", {"queue_name"}),
+}
+for _kind in ("allocated", "request", "deserved", "capacity", "real_capacity", "inqueue"):
+    VOLCANO_ALL[f"volcano_queue_{_kind}_milli_cpu"] = ("gauge", {"queue_name"})
+    VOLCANO_ALL[f"volcano_queue_{_kind}_memory_bytes"] = ("gauge", {"queue_name"})
+    VOLCANO_ALL[f"volcano_queue_{_kind}_scalar_resources"] = ("gauge", {"queue_name", "resource"})
+
+
+def _series_labels(text: str, name: str) -> set[str]:
+    """Label names of the first sample of ``name`` (or of its buckets, for histograms)."""
+    for line in text.splitlines():
+        head = line.split(" ")[0]
+        base = head.split("{")[0]
+        if base in (name, f"{name}_bucket"):
+            if "{" not in head:
+                return set()
+            pairs = head.split("{", 1)[1].rstrip("}").split('",')
+            return {pair.split("=")[0] for pair in pairs} - {"le"}
+    raise AssertionError(f"no series of {name}")
+
+
+def test_every_volcano_scheduler_metric_is_exported_with_its_labels() -> None:
+    """A run that places a gang, leaves a pod out, binds and reports: every metric Volcano's
+    dashboards can chart has a series, under Volcano's type and label names."""
+    from asyncsched.backends.config_source import ConfigSource
+    from asyncsched.framework import Registry, run_session
+    from tests.builders import node, pod, podgroup, queue, snapshot
+
+    snap = snapshot(
+        node("n1", cpu="4", gpu=2),
+        queue("default", capability={"cpu": "8", "memory": "8Gi", "nvidia.com/gpu": 2}),
+        podgroup("train", 2),
+        pod("train-0", cpu="1", gpu=1, group="train"),
+        pod("train-1", cpu="1", group="train"),
+        pod("huge", cpu="64"),
+        podgroup("waits", 1, min_resources={"cpu": "1", "nvidia.com/gpu": 2}),
+        pod("waits-0", cpu="1", gpu=2, group="waits"),
+    )
+    result, _ = run_session(snap, ConfigSource(Registry()).current, "s1", lambda: 0.0)
+    metrics = Metrics()
+    metrics.observe_session(result, snapshot_ms=1.0)
+    job = next(j for j in snap.jobs.values() if j.name == "train")
+    placed = [job for _ in result.binds]
+    metrics.volcano.jobs_placed(placed, now=job.creation + 2.5)
+    metrics.volcano.task_bound(created=job.creation, now=job.creation + 3.0, bind_ms=4.0)
+    metrics.preemption_victims.set(0)
+    metrics.eviction_transactions.labels("preempt").inc(0)
+    text = metrics.exposition().decode()
+
+    for name, (kind, labels) in VOLCANO_ALL.items():
+        assert f"# TYPE {name} {kind}" in text, name
+        assert _series_labels(text, name) == labels, name
+    assert len(result.binds) == 2
+    assert (
+        'volcano_e2e_job_scheduling_duration{job_name="train",job_namespace="default",'
+        'queue="default"} 2500.0'
+    ) in text
+    assert "volcano_e2e_job_scheduling_latency_milliseconds_count 2.0" in text
+    assert 'volcano_task_scheduling_latency_milliseconds_sum{stage="Bound"} 3000.0' in text
+    assert 'volcano_scheduling_stage_duration_milliseconds_sum{stage="Bind"} 4.0' in text
+    assert 'volcano_job_share{job_id="train",job_ns="default"} 0.5' in text, "1 of 2 GPUs"
+    assert 'volcano_job_retry_counts{job_id="default/huge"} 1.0' in text
+
+
+def test_per_job_series_go_when_the_job_does() -> None:
+    from tests.builders import node, pod, snapshot
+
+    snap = snapshot(node("n1", cpu="4"), pod("lone", cpu="1"))
+    job = next(iter(snap.jobs.values()))
+    metrics = Metrics()
+    metrics.volcano.jobs_placed([job], now=job.creation + 1.0)
+    metrics.observe_session(
+        SessionResult(unschedulable=[TaskUnschedulable(job.uid, "default", "lone", job.uid, "x")])
+    )
+    text = metrics.exposition().decode()
+    assert 'volcano_e2e_job_scheduling_start_time{job_name="lone"' in text
+    assert f'volcano_job_retry_counts{{job_id="{job.uid}"}} 1.0' in text
+
+    metrics.volcano.jobs_gone(alive=set())
+    text = metrics.exposition().decode()
+    assert "volcano_e2e_job_scheduling_start_time{" not in text
+    assert "volcano_e2e_job_scheduling_duration{" not in text
+    assert "volcano_job_retry_counts{" not in text

@@ -219,7 +219,14 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--tasks-per-job", type=int, default=10)
-    parser.add_argument("--max-sessions", type=int, default=50)
+    parser.add_argument("--max-sessions", type=int, default=500)
+    parser.add_argument(
+        "--session-budget",
+        type=int,
+        default=None,
+        metavar="TASKS",
+        help="tasks a session may place before it stops (the scheduler's --session-budget)",
+    )
     parser.add_argument("--pure", action="store_true", help="use the NumPy kernels")
     parser.add_argument("--profile", action="store_true", help="cProfile the sessions")
     parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
@@ -258,14 +265,14 @@ def main() -> None:
     cpu_start = time.process_time()
     for n in range(args.max_sessions):
         began = time.perf_counter()
-        result, _ = run_session(cache.snapshot(), loaded, uid=f"s{n}")
+        result, _ = run_session(cache.snapshot(), loaded, uid=f"s{n}", budget=args.session_budget)
         for update in result.podgroups:
             cache.set_podgroup_phase(update.job, update.phase)
         for bind in result.binds:
             cache.mark_binding(bind.uid, bind.node)
         durations.append(time.perf_counter() - began)
         bound += len(result.binds)
-        if not result.binds and not result.enqueued:
+        if not result.binds and not result.enqueued and not result.deferred:
             break
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
@@ -293,6 +300,8 @@ def main() -> None:
                 "pods": bound,
                 "pods_per_s": round(bound / elapsed, 1),
                 "session_p99_ms": round(p99 * 1000, 1),
+                "sessions": len(durations),
+                "session_budget": args.session_budget,
                 "rss_mb": round(rss_mb, 1),
                 **measured,
             }

@@ -70,7 +70,11 @@ class _Allocation:
     def run(self) -> None:
         self._collect()
         ssn, walk = self.ssn, self.walk
+        budget = ssn.budget
         while walk:
+            if budget.spent:
+                budget.deferred.update(job.uid for job in walk.remaining_jobs())
+                break
             queue = walk.pop_queue()
             if ssn.overused(queue):
                 log.debug("queue %s is overused", queue.name)
@@ -81,6 +85,7 @@ class _Allocation:
             tasks = self.tasks[job.uid]
             stmt = self._allocate_job(job, queue, tasks)
             if stmt is not None and ssn.job_ready(job):
+                budget.spend(len(stmt))
                 stmt.commit()
                 if tasks:
                     walk.push_job(job)

@@ -97,6 +97,12 @@ class Walk:
     def has_jobs(self, queue: QueueInfo) -> bool:
         return bool(self.jobs.get(queue.name))
 
+    def remaining_jobs(self) -> Iterator[JobInfo]:
+        """The jobs of the queues still in the walk, in no particular order."""
+        for entry in self._queues:
+            for job_entry in self.jobs.get(entry.item.name, ()):
+                yield job_entry[2] if self._tuples else job_entry.item
+
     def ordered(self) -> Iterator[tuple[QueueInfo, JobInfo]]:
         """Every job once, queue by queue, in the orders as they stand now (no turns)."""
         while self:

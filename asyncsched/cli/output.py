@@ -22,6 +22,7 @@ import yaml
 
 from asyncsched.api import QuantityError, parse_quantity
 from asyncsched.backends.kube import KubeClient, KubeError, connect
+from asyncsched.backends.session_budget import parse_session_budget, session_budget_from_environment
 from asyncsched.cli.exits import EXIT_BAD_INPUT, EXIT_UNREACHABLE
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "add_connection_flags",
     "add_output_flag",
     "age",
+    "budget_from_environment",
     "command",
     "delete",
     "dump",
@@ -42,6 +44,7 @@ __all__ = [
     "post",
     "print_table",
     "segment",
+    "session_budget_flag",
 ]
 
 EXIT_FAILED = EXIT_UNREACHABLE
@@ -56,6 +59,22 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
         super().__init__(message)
         self.code = code
+
+
+def session_budget_flag(text: str) -> int:
+    """``--session-budget``'s type: a positive number of tasks (argparse says which flag)."""
+    try:
+        return parse_session_budget(text, "--session-budget")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--session-budget ")) from None
+
+
+def budget_from_environment() -> int | None:
+    """$ASYNCSCHED_SESSION_BUDGET, or a one-line error when it is not a number of tasks."""
+    try:
+        return session_budget_from_environment()
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_BAD_INPUT) from None
 
 
 def add_connection_flags(parser: argparse.ArgumentParser) -> None:

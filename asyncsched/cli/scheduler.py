@@ -9,11 +9,23 @@ from typing import Any
 
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.kube import KubeScheduler, SchedulerOptions
+from asyncsched.backends.session_budget import SESSION_BUDGET_ENV
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
+from asyncsched.cli.output import budget_from_environment, session_budget_flag
 from asyncsched.cli.replica import add_replica_flags, run_replica
 from asyncsched.framework import Registry
 
-__all__ = ["register"]
+__all__ = ["DEFAULT_SESSION_BUDGET", "register"]
+
+DEFAULT_SESSION_BUDGET = 10000
+"""Tasks a session of the real scheduler places before the next starts (see BENCHMARKS.md,
+"Session budget")."""
+
+
+def _budget(given: int | None) -> int:
+    if given is not None:
+        return given
+    return budget_from_environment() or DEFAULT_SESSION_BUDGET
 
 
 def register(commands: Any) -> None:
@@ -44,6 +56,15 @@ def register(commands: Any) -> None:
         metavar="SECONDS",
         help="longest wait between sessions (default 1)",
     )
+    run.add_argument(
+        "--session-budget",
+        type=session_budget_flag,
+        default=None,
+        metavar="TASKS",
+        help="tasks one session may place before it stops and the next starts at once, so "
+        "binds flow while a large backlog is worked through (default: "
+        f"${SESSION_BUDGET_ENV} if set, else {DEFAULT_SESSION_BUDGET})",
+    )
     add_replica_flags(run, lease_name="asyncsched", metrics_port=8080, acts="schedules")
     run.set_defaults(func=lambda args: asyncio.run(_scheduler(args)))
 
@@ -63,5 +84,6 @@ async def _scheduler(args: argparse.Namespace) -> int:
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
         config_map=args.config_map,
+        session_budget=_budget(args.session_budget),
     )
     return await run_replica(args, lambda client: KubeScheduler(client, config, options).run)

@@ -23,7 +23,7 @@ from asyncsched.cli.exits import (
     EXIT_OK,
     EXIT_STUCK,
 )
-from asyncsched.cli.output import CliError
+from asyncsched.cli.output import CliError, budget_from_environment, session_budget_flag
 from asyncsched.cli.progress import Progress
 from asyncsched.framework import Registry
 
@@ -75,6 +75,14 @@ def register(commands: Any) -> None:
         help="schedule period in virtual seconds (default 1)",
     )
     sim.add_argument(
+        "--session-budget",
+        type=session_budget_flag,
+        default=None,
+        metavar="TASKS",
+        help="tasks one session may place before it stops; the next runs at the same "
+        "instant (default: no limit)",
+    )
+    sim.add_argument(
         "--summary-json",
         metavar="FILE",
         help="also write the whole summary (every job, queue and stuck gang) as JSON",
@@ -123,6 +131,7 @@ def _simulate(args: argparse.Namespace) -> int:
         period=period,
         on_event=write,
         keep_events=False,
+        session_budget=args.session_budget or budget_from_environment(),
     )
     try:
         with Progress() as progress:

@@ -112,6 +112,7 @@ def run_session(
     loaded: LoadedConfiguration,
     uid: str = "",
     clock: Callable[[], float] | None = None,
+    budget: int | None = None,
 ) -> tuple[SessionResult, Session]:
     """Run every configured action over the snapshot and report the decisions.
 
@@ -120,12 +121,13 @@ def run_session(
     difference in what the two decide or report raises SnapshotReuseError.
     The session comes back closed (``Session.close``): read it, ask it nothing.
     With a ``clock`` (seconds, such as ``time.perf_counter``) the result carries how long
-    the parts took (``SessionTimings``); the decisions never depend on it.
+    the parts took (``SessionTimings``); the decisions never depend on it. ``budget``: the
+    pending tasks allocate may try before the session stops (``SessionBudget``).
     """
     with gc_paused():
-        result, ssn = _run_session(snapshot, loaded, uid, clock)
+        result, ssn = _run_session(snapshot, loaded, uid, clock, budget)
         if snapshot.reference is not None:
-            expected, _ = _run_session(snapshot.reference, loaded, uid)
+            expected, _ = _run_session(snapshot.reference, loaded, uid, budget=budget)
             if result != expected:
                 raise SnapshotReuseError(
                     f"session {uid!r} on the incremental snapshot decided or reported "
@@ -170,13 +172,17 @@ def _run_session(
     loaded: LoadedConfiguration,
     uid: str,
     clock: Callable[[], float] | None = None,
+    budget: int | None = None,
 ) -> tuple[SessionResult, Session]:
     timer = _Timer(clock) if clock is not None else None
     start = timer.now() if timer is not None else 0.0
     ssn = open_session(snapshot, loaded, uid, timer)
+    ssn.budget.tasks = budget
     if timer is not None:
         timer.times.open_ms = timer.since(start)
     for action in loaded.actions:
+        if ssn.budget.cut:
+            break
         began = timer.now() if timer is not None else 0.0
         try:
             action.execute(ssn)
@@ -194,6 +200,7 @@ def _run_session(
         if timer is not None:
             timer.times.plugins[(name, "OnSessionClose")] = timer.since(began)
     _report_jobs(ssn)
+    ssn.result.deferred = len(ssn.budget.deferred)
     ssn.close()
     if timer is not None:
         timer.times.e2e_ms = timer.since(start)
@@ -215,6 +222,12 @@ def _report_jobs(ssn: Session) -> None:
     others = dict.fromkeys([*conditions.by_uid, *notices.by_uid, *sorted(ssn.evicted_from)])
     extra = [ssn.jobs[uid] for uid in others if uid not in jobs and uid in ssn.jobs]
     reported = [*jobs.values(), *extra]
+    deferred = ssn.budget.deferred
+    if deferred:
+        for job in reported:
+            if job.uid in deferred:
+                job.settled_under = None
+        reported = [job for job in reported if job.uid not in deferred]
     if extra:  # in snapshot order, as if every job had been active (rare: costs O(jobs))
         at = {uid: i for i, uid in enumerate(ssn.jobs)}
         reported.sort(key=lambda job: at[job.uid])

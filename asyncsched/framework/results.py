@@ -154,6 +154,9 @@ class SessionResult:
     """Per action, committed decisions that evicted at least one pod
     (``volcano_eviction_transactions_total{action}``)."""
     plugin_gauges: list[PluginGauge] = field(default_factory=list)
+    deferred: int = 0
+    """Jobs the session's budget left for the next session (``SessionBudget``): the shell
+    runs the next session at once rather than after its period."""
     """What plugins reported with ``Session.report_gauge``, in the order they did."""
     timings: SessionTimings | None = field(default=None, compare=False)
     """Set when the session was run with a clock; never part of what it decided."""

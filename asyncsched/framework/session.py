@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from asyncsched.framework import calls, dispatch
+from asyncsched.framework.budget import SessionBudget
 from asyncsched.framework.conf import PluginOption, SchedulerConfiguration
 from asyncsched.framework.hooks import (
     ALLOCATABLE,
@@ -129,6 +130,8 @@ class Session:
         """Why victim functions kept pods from a waiting task (shown in its message)."""
         self.queued_behind = QueuedBehind()
         """Jobs of fifo queues held back behind a job that could not be placed."""
+        self.budget = SessionBudget()
+        """How much allocate may try, and the jobs it left for the next session."""
         self._slots: dict[Slot[Any], Any] = {}
         self._zero_scores: FloatArray | None = None
         self.evicted_from: set[str] = set()

@@ -187,8 +187,9 @@ class GangPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         when = format_timestamp(ssn.now) if ssn.now else None
+        deferred = ssn.budget.deferred
         for job in ssn.active_jobs.values():
-            if not job.tasks:
+            if not job.tasks or job.uid in deferred:
                 continue
             if is_ready_by_role(job):
                 condition = Condition(

@@ -77,6 +77,9 @@ class SchedulerOptions:
     bind_concurrency: int = 16
     config_map: str = ""
     """NAMESPACE/NAME[:KEY] of a ConfigMap to read the configuration from, through the API."""
+    session_budget: int | None = None
+    """Tasks one session may place before it stops and the next starts at once
+    (``asyncsched.framework.budget``); None: no limit."""
 
 
 class KubeScheduler(Effects):
@@ -320,13 +323,20 @@ class KubeScheduler(Effects):
         self._report_network(snapshot.hypernodes)
         uid = f"{self.options.identity}-{self.sessions}"
         result, _ = await asyncio.to_thread(
-            run_session, snapshot, self.config.current, uid, time.perf_counter
+            run_session,
+            snapshot,
+            self.config.current,
+            uid,
+            time.perf_counter,
+            self.options.session_budget,
         )
         self.metrics.session_seconds.observe(time.perf_counter() - began)
         self.metrics.sessions.inc()
         self.metrics.observe_session(result, snapshot_ms)
         self._observe_jobs(result, snapshot)
         self._apply(result)
+        if result.deferred:  # cut short by its budget: the rest at once, not after a period
+            self.dirty.set()
         return result
 
     def _observe_jobs(self, result: SessionResult, snapshot: ClusterSnapshot) -> None:

@@ -51,10 +51,16 @@ class SimScheduler(Effects):
     """One scheduler replica over the simulated API server."""
 
     def __init__(
-        self, store: ObjectStore, config: ConfigSource, scheduler_names: tuple[str, ...]
+        self,
+        store: ObjectStore,
+        config: ConfigSource,
+        scheduler_names: tuple[str, ...],
+        session_budget: int | None = None,
     ) -> None:
         self.store = store
         self.config = config
+        self.session_budget = session_budget
+        """Tasks one session may place before it stops (``SessionBudget``); None: no limit."""
         self.cache = ClusterCache(scheduler_names)
         self.dirty = False
         """Something changed that a session may decide differently on."""
@@ -157,7 +163,12 @@ class SimScheduler(Effects):
             self.config_errors.append(reload.error)
         self.sessions += 1
         snapshot = self.cache.snapshot(now=EPOCH + now)  # the clock the objects carry
-        result, _ = run_session(snapshot, self.config.current, uid=f"session-{self.sessions}")
+        result, _ = run_session(
+            snapshot,
+            self.config.current,
+            uid=f"session-{self.sessions}",
+            budget=self.session_budget,
+        )
         self.changed = carry_out(result, self)
         return result
 

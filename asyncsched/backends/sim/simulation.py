@@ -29,6 +29,7 @@ from asyncsched.api.meta import ObjectMeta
 from asyncsched.api.topology import HyperNode
 from asyncsched.api.volcano import GANG_CONDITION_TYPES
 from asyncsched.backends.config_source import ConfigSource
+from asyncsched.backends.session_budget import session_budget_from_environment
 from asyncsched.backends.sim.agenda import Agenda
 from asyncsched.backends.sim.disruption import DisruptionController
 from asyncsched.backends.sim.gc import GarbageCollector
@@ -107,6 +108,7 @@ class Simulation:
         period: float = 1.0,
         on_event: Callable[[SimEvent], None] | None = None,
         keep_events: bool = True,
+        session_budget: int | None = None,
     ) -> None:
         self.config = config
         self.period = period
@@ -115,7 +117,9 @@ class Simulation:
         self.store = ObjectStore(clock)
         self.store.admit(Pod, pod_priority_admission(self.store))
         self.recorder = Recorder(self.store, clock, on_event, scheduler_names, keep_events)
-        self.scheduler = SimScheduler(self.store, config, scheduler_names)
+        if session_budget is None:
+            session_budget = session_budget_from_environment()
+        self.scheduler = SimScheduler(self.store, config, scheduler_names, session_budget)
         self.kubelets = Kubelets(self.store, self.agenda)
         self.controllers: list[Controller] = [
             DeploymentController(self.store),
@@ -196,11 +200,14 @@ class Simulation:
             scheduler = self.scheduler
             if scheduler.dirty or (self._session_due is not None and self._session_due <= at):
                 self._session_due = None
-                self.recorder.session(scheduler.session(at))
+                result = scheduler.session(at)
+                self.recorder.session(result)
                 if scheduler.changed:
                     self._session_due = at + self.period
                 self._settle()
-                if scheduler.dirty:
+                if result.deferred:  # cut short by its budget: the rest now, if it placed any
+                    self._session_due = at if scheduler.changed else at + self.period
+                elif scheduler.dirty:
                     self._again()
             if progress is not None:
                 progress(self)

@@ -46,6 +46,7 @@ def simulate(
     config: str | None = None,
     checked: bool = True,
     wall_seconds: float = WALL_SECONDS,
+    session_budget: int | None = None,
 ) -> Run:
     """Simulate ``text`` until it ends or ``horizon``; with ``checked``, every event goes
     through a default ``Checker`` and a broken invariant raises ``Violation``.
@@ -64,9 +65,9 @@ def simulate(
             written = Path(folder) / "generated-config.yaml"
             written.write_text(config)
             source = ConfigSource(Registry(), written)
-            return _simulate(manifests, source, horizon, checked, wall_seconds)
+            return _simulate(manifests, source, horizon, checked, wall_seconds, session_budget)
     source = ConfigSource(Registry(), CONFIGS / config if config else None)
-    return _simulate(manifests, source, horizon, checked, wall_seconds)
+    return _simulate(manifests, source, horizon, checked, wall_seconds, session_budget)
 
 
 def _simulate(
@@ -75,6 +76,7 @@ def _simulate(
     horizon: float,
     checked: bool,
     wall_seconds: float,
+    session_budget: int | None = None,
 ) -> Run:
     encoder = msgspec.json.Encoder()
     lines: list[bytes] = []
@@ -85,7 +87,7 @@ def _simulate(
         if checker is not None:
             checker.feed(event)
 
-    sim = Simulation(manifests, source, on_event=on_event)
+    sim = Simulation(manifests, source, on_event=on_event, session_budget=session_budget)
     if checked:
         configuration = source.current.configuration
         plugins = configuration.plugin_names()

@@ -84,6 +84,27 @@ def test_same_input_same_events_with_either_kernels(workload: Input, config: str
     assert pure == first, "the NumPy twins decide differently from the compiled kernels"
 
 
+@settings(max_examples=max(10, settings().max_examples // 4))
+@given(inputs(), CONFIGS, st.integers(min_value=1, max_value=4))
+def test_invariants_hold_when_a_budget_cuts_sessions_short(
+    workload: Input, config: str | None, budget: int
+) -> None:
+    """Sessions that stop after placing ``budget`` tasks (``SessionBudget``) keep every
+    invariant, decide the same twice, and end the way unbudgeted sessions do."""
+    text = workload.yaml()
+    note(text)
+    if config is not None and "\n" in config:
+        note(config)
+    cut = simulate(text, horizon=workload.horizon, config=config, session_budget=budget)
+    again = simulate(
+        text, horizon=workload.horizon, config=config, checked=False, session_budget=budget
+    )
+    assert again.events == cut.events, "a second run of the same input differs"
+    whole = simulate(text, horizon=workload.horizon, config=config, checked=False)
+    same = cut.outcome.reason == whole.outcome.reason
+    event("outcome as without a budget" if same else "another outcome than without a budget")
+
+
 _CLI = "import sys; from asyncsched.cli import main; sys.exit(main(sys.argv[1:]))"
 
 

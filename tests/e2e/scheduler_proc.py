@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "scheduler"
 NAMESPACE = "asyncsched-system"
 SERVICE_ACCOUNT = "asyncsched-scheduler"
-CONFIG_MAP = f"{NAMESPACE}/asyncsched-scheduler-config"
+CONFIG_MAP_NAME = "volcano-scheduler-configmap"
+CONFIG_KEY = "volcano-scheduler.conf"
+CONFIG_MAP = f"{NAMESPACE}/{CONFIG_MAP_NAME}"
 
 _PATHS = {
     ("v1", "Namespace"): "/api/v1/namespaces",
@@ -45,6 +47,8 @@ _PATHS = {
         "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups",
     ("scheduling.volcano.sh/v1beta1", "Queue"): "/apis/scheduling.volcano.sh/v1beta1/queues",
     ("scheduling.k8s.io/v1", "PriorityClass"): "/apis/scheduling.k8s.io/v1/priorityclasses",
+    ("policy/v1", "PodDisruptionBudget"):
+        "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
 }  # fmt: skip
 
 

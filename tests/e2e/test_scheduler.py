@@ -22,6 +22,8 @@ import yaml
 from tests.e2e.conftest import Kube
 from tests.e2e.kubeops import wait_for
 from tests.e2e.scheduler_proc import (
+    CONFIG_KEY,
+    CONFIG_MAP_NAME,
     NAMESPACE,
     ROOT,
     SERVICE_ACCOUNT,
@@ -250,7 +252,7 @@ async def test_standby_takes_over_when_the_leader_dies(bed: Bed) -> None:
 
 
 async def test_config_map_edited_in_place_changes_the_next_sessions(bed: Bed) -> None:
-    path = f"/api/v1/namespaces/{NAMESPACE}/configmaps/asyncsched-scheduler-config"
+    path = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIG_MAP_NAME}"
     shipped = (ROOT / "config" / "scheduler.yaml").read_text()
     without_backfill = shipped.replace('"enqueue, allocate, backfill"', '"enqueue, allocate"')
     assert without_backfill != shipped
@@ -258,7 +260,7 @@ async def test_config_map_edited_in_place_changes_the_next_sessions(bed: Bed) ->
         bed.kube.api,
         "PATCH",
         path,
-        {"data": {"scheduler.yaml": without_backfill}},
+        {"data": {CONFIG_KEY: without_backfill}},
         "application/merge-patch+json",
     )
     scheduler = bed.scheduler()
@@ -272,7 +274,7 @@ async def test_config_map_edited_in_place_changes_the_next_sessions(bed: Bed) ->
             bed.kube.api,
             "PATCH",
             path,
-            {"data": {"scheduler.yaml": "actions: 3"}},
+            {"data": {CONFIG_KEY: "actions: 3"}},
             "application/merge-patch+json",
         )
         await asyncio.sleep(2)
@@ -282,7 +284,7 @@ async def test_config_map_edited_in_place_changes_the_next_sessions(bed: Bed) ->
             bed.kube.api,
             "PATCH",
             path,
-            {"data": {"scheduler.yaml": shipped}},
+            {"data": {CONFIG_KEY: shipped}},
             "application/merge-patch+json",
         )
         await bed.wait_bound({"sidecar"}, timeout=20)
@@ -292,7 +294,7 @@ async def test_config_map_edited_in_place_changes_the_next_sessions(bed: Bed) ->
             bed.kube.api,
             "PATCH",
             path,
-            {"data": {"scheduler.yaml": shipped}},
+            {"data": {CONFIG_KEY: shipped}},
             "application/merge-patch+json",
         )
 
@@ -365,7 +367,7 @@ async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed:
     """The plugin package, installed by the test command, named in the ConfigMap: a large
     gang that cannot start gets a reservation its PodGroup shows; small pods stay off the
     held nodes; taking the plugin out frees them and ends the condition."""
-    path = f"/api/v1/namespaces/{NAMESPACE}/configmaps/asyncsched-scheduler-config"
+    path = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIG_MAP_NAME}"
     shipped = (ROOT / "config" / "scheduler.yaml").read_text()
     with_plugin = shipped + (
         "  - name: antistarvation\n"
@@ -375,7 +377,7 @@ async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed:
     )
 
     async def configure(text: str) -> None:
-        patch = {"data": {"scheduler.yaml": text}}
+        patch = {"data": {CONFIG_KEY: text}}
         await request(bed.kube.api, "PATCH", path, patch, "application/merge-patch+json")
 
     await configure(with_plugin)

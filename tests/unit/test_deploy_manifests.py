@@ -6,6 +6,8 @@ No cluster and no helm needed; the e2e suite applies the same files to a real AP
 
 from __future__ import annotations
 
+import base64
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 CRDS = DEPLOY / "crds"
 SCHEDULER = DEPLOY / "scheduler"
+CONTROLLERS = DEPLOY / "controllers"
 CHART = DEPLOY / "helm" / "asyncsched"
 TEMPLATES = CHART / "templates"
 
@@ -190,12 +193,16 @@ def test_crd_defaults_satisfy_their_own_schema() -> None:
     assert not errors, "\n".join(errors)
 
 
-def test_helm_chart_crds_link_to_deploy_crds() -> None:
-    link = CHART / "crds"
-    assert link.is_symlink(), "the chart's crds/ must be a link, not a second copy"
-    target = PurePosixPath(str(link.readlink()))
-    assert not target.is_absolute(), "an absolute link breaks in other checkouts"
-    assert link.resolve() == CRDS.resolve()
+def test_helm_chart_carries_copies_of_deploy_crds_and_dashboards() -> None:
+    # A chart cannot reach outside its directory; hack/sync-chart.sh makes the copies.
+    for folder, pattern in [("crds", "*.yaml"), ("dashboards", "*.json")]:
+        copy = CHART / folder
+        assert not copy.is_symlink(), f"the chart's {folder}/ must not be a link"
+        original = {p.name: p.read_bytes() for p in (DEPLOY / folder).glob(pattern)}
+        copied = {p.name: p.read_bytes() for p in copy.glob(pattern)}
+        assert copied == original, (
+            f"chart {folder}/ differs from deploy/{folder}: run hack/sync-chart.sh"
+        )
 
 
 # --- the scheduler's objects ------------------------------------------------------------
@@ -203,9 +210,9 @@ def test_helm_chart_crds_link_to_deploy_crds() -> None:
 
 def test_configmap_holds_the_default_configuration() -> None:
     config_map = _one(_objects(SCHEDULER), "ConfigMap")
-    assert config_map["metadata"]["name"] == "asyncsched-scheduler-config"
+    assert config_map["metadata"]["name"] == "volcano-scheduler-configmap"
     default = (ROOT / "config" / "scheduler.yaml").read_text()
-    assert config_map["data"]["scheduler.yaml"] == default
+    assert config_map["data"] == {"volcano-scheduler.conf": default}
 
 
 def test_helm_values_hold_the_default_configuration() -> None:
@@ -403,21 +410,38 @@ def _helm() -> str:
     return str(Path(built.stdout.strip().splitlines()[-1]) / "helm")
 
 
-def test_helm_chart_renders_the_same_objects() -> None:
+def _render(*flags: str) -> dict[tuple[str, str], dict[str, Any]]:
     done = subprocess.run(
-        [_helm(), "template", "asyncsched", str(CHART), "--namespace", "asyncsched-system"],
+        [_helm(), "template", "asyncsched", str(CHART), "--namespace", "asyncsched-system", *flags],
         capture_output=True,
         text=True,
         timeout=120,
-        check=True,
     )
-    rendered = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(done.stdout) if d}
+    assert done.returncode == 0, done.stderr
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(done.stdout) if d}
+
+
+def test_helm_lint() -> None:
+    for flags in ([], ["--set", "controllers.enabled=false,replicas=1"]):
+        done = subprocess.run(
+            [_helm(), "lint", "--strict", str(CHART), *flags],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_helm_chart_renders_the_same_objects() -> None:
+    rendered = _render()
     plain = {
         (d["kind"], d["metadata"]["name"]): d
-        for d in _objects(SCHEDULER)
+        for d in _objects(SCHEDULER) + _objects(CONTROLLERS)
         if d["kind"] != "Namespace"  # `helm install --create-namespace` makes it
     }
-    assert rendered.keys() == plain.keys()
+    # The chart also makes the webhook's certificate, which deploy/README.md has you make.
+    assert rendered.keys() - plain.keys() == {("Secret", "asyncsched-controllers-webhook-tls")}
+    assert plain.keys() <= rendered.keys()
 
     def comparable(obj: dict[str, Any]) -> dict[str, Any]:
         # Labels, and the selectors made of them, differ by design: Helm adds its own.
@@ -425,11 +449,148 @@ def test_helm_chart_renders_the_same_objects() -> None:
         out["metadata"].pop("labels", None)
         out["metadata"].pop("annotations", None)
         spec = out.get("spec", {})
-        if out["kind"] in {"Deployment", "Service"}:
+        if out["kind"] in {"Deployment", "Service", "PodDisruptionBudget"}:
             spec.pop("selector", None)
-            spec.get("template", {}).pop("metadata", None)
+            spec.get("template", {}).get("metadata", {}).pop("labels", None)
             spec.get("template", {}).get("spec", {}).pop("affinity", None)
+        for hook in out.get("webhooks", []):
+            hook["clientConfig"].pop("caBundle")  # generated at install
         return out
 
     for key, obj in plain.items():
         assert comparable(rendered[key]) == comparable(obj), key
+
+
+def _certificate(pem_b64: str) -> Any:
+    from cryptography import x509
+
+    return x509.load_pem_x509_certificate(base64.b64decode(pem_b64))
+
+
+def test_helm_generates_a_webhook_certificate_the_configurations_trust() -> None:
+    from cryptography import x509
+
+    rendered = _render()
+    secret = rendered[("Secret", "asyncsched-controllers-webhook-tls")]
+    assert secret["type"] == "kubernetes.io/tls"
+    cert, ca = _certificate(secret["data"]["tls.crt"]), _certificate(secret["data"]["ca.crt"])
+    assert cert.issuer == ca.subject
+    ca.public_key().verify(
+        cert.signature,
+        cert.tbs_certificate_bytes,
+        *_verify_args(cert),
+    )
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "asyncsched-controllers-webhook.asyncsched-system.svc" in names.get_values_for_type(
+        x509.DNSName
+    )
+    hooks = [o for (kind, _), o in rendered.items() if kind.endswith("WebhookConfiguration")]
+    assert len(hooks) == 4
+    for config in hooks:
+        (hook,) = config["webhooks"]
+        assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+        assert hook["clientConfig"]["service"]["name"] == "asyncsched-controllers-webhook"
+    deployment = rendered[("Deployment", "asyncsched-controllers")]
+    (volume,) = deployment["spec"]["template"]["spec"]["volumes"]
+    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
+
+
+def _verify_args(cert: Any) -> tuple[Any, ...]:
+    from cryptography.hazmat.primitives.asymmetric import ec, padding
+
+    if isinstance(cert.public_key(), ec.EllipticCurvePublicKey):
+        return (ec.ECDSA(cert.signature_hash_algorithm),)
+    return (padding.PKCS1v15(), cert.signature_hash_algorithm)
+
+
+def test_helm_webhook_url_for_webhooks_served_outside_the_cluster() -> None:
+    from cryptography import x509
+
+    rendered = _render("--set", "controllers.webhook.url=https://127.0.0.1:9443")
+    cert = _certificate(
+        rendered[("Secret", "asyncsched-controllers-webhook-tls")]["data"]["tls.crt"]
+    )
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    config = rendered[("ValidatingWebhookConfiguration", "asyncsched-validate-queue")]
+    (hook,) = config["webhooks"]
+    assert hook["clientConfig"]["url"] == "https://127.0.0.1:9443/queues/validate"
+    assert "service" not in hook["clientConfig"]
+
+
+def test_helm_uses_cert_manager_when_the_cluster_has_it() -> None:
+    rendered = _render("--api-versions", "cert-manager.io/v1")
+    assert ("Secret", "asyncsched-controllers-webhook-tls") not in rendered
+    certificate = rendered[("Certificate", "asyncsched-controllers-webhook")]
+    assert certificate["spec"]["secretName"] == "asyncsched-controllers-webhook-tls"
+    assert "asyncsched-controllers-webhook.asyncsched-system.svc" in certificate["spec"]["dnsNames"]
+    issuer = rendered[("Issuer", certificate["spec"]["issuerRef"]["name"])]
+    assert issuer["spec"] == {"selfSigned": {}}
+    for (kind, _), obj in rendered.items():
+        if kind.endswith("WebhookConfiguration"):
+            annotations = obj["metadata"]["annotations"]
+            assert annotations["cert-manager.io/inject-ca-from"] == (
+                "asyncsched-system/asyncsched-controllers-webhook"
+            )
+            assert "caBundle" not in obj["webhooks"][0]["clientConfig"]
+
+
+def test_helm_service_monitors_only_when_the_crd_is_served() -> None:
+    assert not [k for k in _render() if k[0] == "ServiceMonitor"]
+    rendered = _render("--api-versions", "monitoring.coreos.com/v1/ServiceMonitor")
+    monitors = {name: o for (kind, name), o in rendered.items() if kind == "ServiceMonitor"}
+    assert set(monitors) == {"asyncsched-scheduler", "asyncsched-controllers"}
+    services = [o for (kind, _), o in rendered.items() if kind == "Service"]
+    for monitor in monitors.values():
+        selected = [
+            s
+            for s in services
+            if monitor["spec"]["selector"]["matchLabels"].items() <= s["metadata"]["labels"].items()
+            and any(p["name"] == "metrics" for p in s["spec"]["ports"])
+        ]
+        assert len(selected) == 1, monitor["metadata"]["name"]
+        assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+
+
+def test_helm_pod_disruption_budgets_keep_one_replica() -> None:
+    rendered = _render()
+    for name in ("asyncsched-scheduler", "asyncsched-controllers"):
+        pdb = rendered[("PodDisruptionBudget", name)]
+        assert pdb["spec"]["minAvailable"] == 1
+        template = rendered[("Deployment", name)]["spec"]["template"]["metadata"]
+        assert pdb["spec"]["selector"]["matchLabels"].items() <= template["labels"].items()
+        annotations = template["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true"
+    single = _render("--set", "replicas=1,controllers.replicas=1")
+    assert not [k for k in single if k[0] == "PodDisruptionBudget"]
+
+
+def test_helm_dashboards_become_config_maps(tmp_path: Path) -> None:
+    # Whatever JSON files the chart's dashboards/ holds: here, a copy of the chart plus two.
+    chart = tmp_path / "asyncsched"
+    shutil.copytree(CHART, chart)
+    for name in chart.joinpath("dashboards").glob("*.json"):
+        name.unlink()
+    (chart / "dashboards" / "Queues.json").write_text('{"title": "Queues"}\n')
+    (chart / "dashboards" / "latency.json").write_text('{"title": "Latency"}\n')
+    done = subprocess.run(
+        [_helm(), "template", "asyncsched", str(chart), "--namespace", "monitoring"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    maps = [
+        d
+        for d in yaml.safe_load_all(done.stdout)
+        if d and d["kind"] == "ConfigMap" and d["metadata"]["labels"].get("grafana_dashboard")
+    ]
+    assert {m["metadata"]["name"] for m in maps} == {
+        "asyncsched-dashboard-queues",
+        "asyncsched-dashboard-latency",
+    }
+    data = {k: v for m in maps for k, v in m["data"].items()}
+    assert {k: json.loads(v)["title"] for k, v in data.items()} == {
+        "Queues.json": "Queues",
+        "latency.json": "Latency",
+    }

@@ -46,6 +46,7 @@ class ConfigSource:
         self.reloads = 0
         self.rejections = 0
         self.last_error = ""
+        self._label = ""
         if self.path is None:
             self.current = load_configuration(default_configuration(), registry, "built-in default")
             return
@@ -53,8 +54,21 @@ class ConfigSource:
         self.current = load_configuration(text, registry, str(self.path))
         self._digest = hashlib.sha256(text.encode()).hexdigest()
 
+    @classmethod
+    def from_text(cls, registry: Registry, text: str, source: str) -> ConfigSource:
+        """A fixed configuration read elsewhere (a ConfigMap through the API, for a what-if);
+        ConfigError when it is invalid. Polling it finds nothing new."""
+        config = cls(registry)
+        text = unwrap_config_map(text, source)
+        config.current = load_configuration(text, registry, source)
+        config._digest = hashlib.sha256(text.encode()).hexdigest()
+        config._label = source
+        return config
+
     @property
     def name(self) -> str:
+        if self._label:
+            return self._label
         return str(self.path) if self.path is not None else "built-in default"
 
     def _read(self) -> str:

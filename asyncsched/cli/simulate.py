@@ -15,7 +15,7 @@ from asyncsched.backends.sim.fields import seconds_problem
 from asyncsched.backends.sim.simulation import SimEvent
 from asyncsched.backends.sim.source import STDIN
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
-from asyncsched.cli import examples
+from asyncsched.cli import examples, whatif
 from asyncsched.cli.exits import (
     EXIT_BAD_INPUT,
     EXIT_DEADLOCK,
@@ -94,6 +94,7 @@ def register(commands: Any) -> None:
         default="text",
         help="the summary as text (default) or as JSON",
     )
+    whatif.add_arguments(sim)
     sim.set_defaults(func=_simulate)
 
 
@@ -102,8 +103,13 @@ def _simulate(args: argparse.Namespace) -> int:
         examples.print_examples()
         return EXIT_OK
     files = examples.example_files(args) + args.filename
-    if not files:
-        raise CliError("nothing to simulate: give -f FILE or --example NAME", EXIT_BAD_INPUT)
+    if not files and not args.from_cluster:
+        raise CliError(
+            "nothing to simulate: give -f FILE, --example NAME or --from-cluster", EXIT_BAD_INPUT
+        )
+    for flag in ("kubeconfig", "context", "config_map"):
+        if getattr(args, flag) and not args.from_cluster:
+            raise CliError(f"--{flag.replace('_', '-')} needs --from-cluster", EXIT_BAD_INPUT)
     until = _seconds(args.until, "--until") if args.until is not None else None
     period = _seconds(args.period, "--period", positive=True)
     inputs = [*files, *([args.config] if args.config else [])]
@@ -112,11 +118,16 @@ def _simulate(args: argparse.Namespace) -> int:
             _check_not_an_input(flag, path, inputs)
     if args.summary_json == STDIN:
         raise CliError("--summary-json -: use -o json for the summary on stdout", EXIT_BAD_INPUT)
-    loaded = load_input(files)
-    config = ConfigSource(Registry(), args.config)
-    for warning in [*loaded.warnings, *config.current.configuration.warnings]:
-        print(f"asyncsched: warning: {warning}", file=sys.stderr)
     names = tuple(args.scheduler_name) if args.scheduler_name else DEFAULT_SCHEDULER_NAMES
+    live = whatif.prepare(args, files, names) if args.from_cluster else None
+    if live is not None:
+        manifests, config, warnings = live.manifests, live.config, live.warnings
+    else:
+        loaded = load_input(files)
+        manifests, warnings = loaded.manifests, loaded.warnings
+        config = ConfigSource(Registry(), args.config)
+    for warning in [*warnings, *config.current.configuration.warnings]:
+        print(f"asyncsched: warning: {warning}", file=sys.stderr)
     out = _events_out(args.events)
     encoder = msgspec.json.Encoder()
 
@@ -125,7 +136,7 @@ def _simulate(args: argparse.Namespace) -> int:
             out.write(encoder.encode(event) + b"\n")
 
     sim = Simulation(
-        loaded.manifests,
+        manifests,
         config,
         scheduler_names=names,
         period=period,
@@ -144,14 +155,20 @@ def _simulate(args: argparse.Namespace) -> int:
         elif out is not None:
             out.close()
     report = summarize(sim, outcome)
+    what_if = live.report(sim) if live is not None else None
+    summary = report.to_json()
+    if what_if is not None:  # the what-if's answer beside the usual summary
+        summary = msgspec.json.encode({**msgspec.json.decode(summary), "whatIf": what_if})
     if args.summary_json:
-        _write(args.summary_json, report.to_json())
+        _write(args.summary_json, summary)
     # With the events on stdout, the summary goes to stderr so the two never mix.
     to = sys.stderr if args.events == STDIN else sys.stdout
     if args.output == "json":
-        to.buffer.write(report.to_json())
+        to.buffer.write(summary)
         to.flush()
     else:
+        if what_if is not None:
+            print(whatif.render(what_if) + "\n", file=to)
         print(report.render(), file=to)
     return _EXIT_CODES.get(outcome.reason, EXIT_OK)
 

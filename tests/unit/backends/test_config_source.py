@@ -91,3 +91,12 @@ def test_a_config_map_without_the_key_is_refused_at_start(tmp_path: Path) -> Non
     conf.write_text("apiVersion: v1\nkind: ConfigMap\ndata: {x: y}\n")
     with pytest.raises(ConfigError, match="none of the keys"):
         ConfigSource(Registry(), conf)
+
+
+def test_a_configuration_read_through_the_api_is_named_by_its_config_map() -> None:
+    source = ConfigSource.from_text(Registry(), GOOD, "ConfigMap ns/cm[volcano-scheduler.conf]")
+    assert source.name == "ConfigMap ns/cm[volcano-scheduler.conf]"
+    assert source.current.configuration.plugin_names() == ["gang"]
+    assert source.poll().changed is False
+    with pytest.raises(ConfigError, match="ConfigMap ns/cm"):
+        ConfigSource.from_text(Registry(), "actions: 3", "ConfigMap ns/cm[volcano-scheduler.conf]")

@@ -38,7 +38,7 @@ from asyncsched.cli.exits import EXIT_BAD_INPUT
 from asyncsched.cli.output import CliError
 from asyncsched.framework import Registry
 
-__all__ = ["DEFAULT_CONFIG_MAP", "WhatIf", "add_arguments", "prepare"]
+__all__ = ["DEFAULT_CONFIG_MAP", "WhatIf", "add_arguments", "combine", "prepare", "render"]
 
 DEFAULT_CONFIG_MAP = "asyncsched-system/volcano-scheduler-configmap"
 """Where deploy/ and the Helm chart (release namespace asyncsched-system) keep the configuration."""
@@ -142,8 +142,7 @@ def prepare(args: argparse.Namespace, files: list[str], scheduler_names: Iterabl
         text, name = read_input(path, sys.stdin.buffer)
         names.append(name)
         added.extend(parse_manifests(text, name, warnings))
-    replaced = {_identity(m) for m in added}
-    manifests = [m for m in live if _identity(m) not in replaced] + added
+    manifests = combine(live, added)
     check_references(manifests)
     check_node_totals(manifests)
     counts = {
@@ -226,6 +225,13 @@ def _from_cluster(
     ]
     live = {f"{p.metadata.namespace}/{p.metadata.name}": p.spec.node_name for p in pods}
     return manifests, live, warnings
+
+
+def combine(live: list[Manifest], added: list[Manifest]) -> list[Manifest]:
+    """The live objects, then the files'; a file object replaces a live one of the same kind
+    and name (a Queue with another weight, a Node relabelled)."""
+    replaced = {_identity(m) for m in added}
+    return [m for m in live if _identity(m) not in replaced] + added
 
 
 def _unowned(obj: Any) -> Any:

@@ -7,11 +7,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from asyncsched.api import Node, Pod, PodGroup, PriorityClass
+from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.backends.kube.snapshot import ClusterSnapshot
+from asyncsched.backends.sim.manifests import parse_manifests
 from asyncsched.cli import main
-from asyncsched.cli.whatif import _from_cluster
+from asyncsched.cli.whatif import _from_cluster, combine
 
 GROUP = "scheduling.k8s.io/group-name"
 
@@ -79,3 +80,19 @@ def test_unreachable_cluster_is_one_line(
     err = capsys.readouterr().err
     assert code != 0 and len(err.strip().splitlines()) == 1, err
     assert str(missing) in err
+
+
+def test_a_file_object_replaces_the_live_one_of_its_kind_and_name() -> None:
+    snap = ClusterSnapshot(
+        nodes=[Node(metadata=ObjectMeta(name="n1"))],
+        queues=[msgspec.convert({"metadata": {"name": "team"}, "spec": {"weight": 1}}, Queue)],
+    )
+    live, _, _ = _from_cluster(snap, {"volcano"})
+    text = (
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\n"
+        "metadata: {name: team}\nspec: {weight: 5}\n"
+    )
+    merged = combine(live, parse_manifests(text, "changed.yaml"))
+    queues = [m for m in merged if isinstance(m.obj, Queue)]
+    assert [(q.obj.spec.weight, q.source) for q in queues] == [(5, "changed.yaml: Queue team")]
+    assert [m.obj.metadata.name for m in merged if isinstance(m.obj, Node)] == ["n1"]

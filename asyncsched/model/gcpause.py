@@ -14,7 +14,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["gc_paused"]
+__all__ = ["freeze_long_lived", "gc_paused"]
 
 
 @contextmanager
@@ -27,3 +27,17 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def freeze_long_lived() -> None:
+    """Collect once, then move every object alive now out of the collector's reach.
+
+    A scheduler's cache of a large cluster (its informers' first listing) is millions of
+    objects that live as long as the process; every full collection walks them all (1.2 s
+    of CPU at 100,000 pods, measured as one session in ten taking three times as long).
+    Frozen, they are still freed by reference counting when the cache drops them; what
+    sits in a reference cycle is never collected, so this is done once (after the first
+    listing), which bounds that to the objects alive then.
+    """
+    gc.collect()
+    gc.freeze()

@@ -38,6 +38,7 @@ from asyncsched.framework.results import (
     TaskUnschedulable,
 )
 from asyncsched.model import ClusterSnapshot, TaskStatus
+from asyncsched.model.gcpause import freeze_long_lived
 from asyncsched.model.hypernodes import HyperNodeTree
 
 __all__ = ["KubeScheduler", "SchedulerOptions"]
@@ -271,6 +272,7 @@ class KubeScheduler(Effects):
             log.info(
                 "informers synced: %d nodes, %d pods", len(self.cache.nodes), len(self.cache.tasks)
             )
+            freeze_long_lived()
             while not stop.is_set():
                 await self._wait_for_work(stop)
                 if stop.is_set():

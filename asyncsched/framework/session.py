@@ -198,6 +198,15 @@ class Session:
         if handler.on_deallocate is not None:
             self.add(ON_DEALLOCATE, plugin, handler.on_deallocate)
 
+    def callbacks(self, hook: Hook[F]) -> list[tuple[str, F]]:
+        """The enabled plugins' callbacks for ``hook`` as (plugin, callback), tiers in order.
+
+        For tools that show each plugin's own answer (``asyncsched explain``: which
+        predicate refused a node, what each scorer gave it); deciding goes through
+        ``call``, which applies the hook's rule.
+        """
+        return [(plugin, cast(F, fn)) for tier in self._tiers(hook) for plugin, fn in tier]
+
     def has(self, hook: Hook[Any]) -> bool:
         """Is any enabled plugin registered for ``hook``?"""
         return any(self._tiers(hook))

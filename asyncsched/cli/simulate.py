@@ -25,6 +25,7 @@ from asyncsched.cli.exits import (
 )
 from asyncsched.cli.output import CliError, budget_from_environment, session_budget_flag
 from asyncsched.cli.progress import Progress
+from asyncsched.cli.sim_report import add_report_flag, check_report, follow, write_report
 from asyncsched.framework import Registry
 
 __all__ = ["register"]
@@ -95,6 +96,7 @@ def register(commands: Any) -> None:
         help="the summary as text (default) or as JSON",
     )
     whatif.add_arguments(sim)
+    add_report_flag(sim)
     sim.set_defaults(func=_simulate)
 
 
@@ -113,7 +115,9 @@ def _simulate(args: argparse.Namespace) -> int:
     until = _seconds(args.until, "--until") if args.until is not None else None
     period = _seconds(args.period, "--period", positive=True)
     inputs = [*files, *([args.config] if args.config else [])]
-    for flag, path in (("--events", args.events), ("--summary-json", args.summary_json)):
+    check_report(args.report)
+    outputs = (("--events", args.events), ("--summary-json", args.summary_json))
+    for flag, path in (*outputs, ("--report", args.report)):
         if path and path != STDIN:
             _check_not_an_input(flag, path, inputs)
     if args.summary_json == STDIN:
@@ -144,6 +148,7 @@ def _simulate(args: argparse.Namespace) -> int:
         keep_events=False,
         session_budget=args.session_budget or budget_from_environment(),
     )
+    timeline = follow(sim) if args.report else None
     try:
         with Progress() as progress:
             outcome = sim.run(until=until, progress=progress)
@@ -161,6 +166,8 @@ def _simulate(args: argparse.Namespace) -> int:
         summary = msgspec.json.encode({**msgspec.json.decode(summary), "whatIf": what_if})
     if args.summary_json:
         _write(args.summary_json, summary)
+    if timeline is not None:
+        write_report(args.report, report, timeline)
     # With the events on stdout, the summary goes to stderr so the two never mix.
     to = sys.stderr if args.events == STDIN else sys.stdout
     if args.output == "json":

@@ -259,7 +259,7 @@ class Recorder:
         record = self.pods[key]
         self._running.add(key)
         self.usage.advance(self.clock())
-        self.usage.start(key, pod_requests(pod)[0], record.queue)
+        self.usage.start(key, pod_requests(pod)[0], record.queue, pod.spec.node_name)
 
     def _stop(self, key: str) -> None:
         if key in self._running:
@@ -316,7 +316,7 @@ class Recorder:
         if change.event == "ADDED":
             if kind == "Node":
                 self.usage.advance(self.clock())
-                self.usage.add_capacity(node_allocatable(change.obj)[0])
+                self.usage.add_capacity(node_allocatable(change.obj)[0], meta.name)
             event = "submitted" if change.actor == USER else "created"
             extra = {"reason": change.obj.action} if kind == "Command" else {}
             self.emit(event, kind, meta.namespace, meta.name, **extra)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from asyncsched.backends.sim.timeline import Timeline
 from asyncsched.model import Resource
 from asyncsched.model.resource import PODS
 
@@ -54,8 +55,21 @@ class UsageMeter:
     _waiting: dict[str, int] = field(default_factory=dict)
     _contended: bool = False
     _queue_allocated: dict[str, Resource] = field(default_factory=dict)
-    _running: dict[str, tuple[Resource, str]] = field(default_factory=dict)
+    _running: dict[str, tuple[Resource, str, str]] = field(default_factory=dict)
     _last: float = 0.0
+    timeline: Timeline | None = None
+    """Every change as a point in time, when a plotted report asks for it."""
+
+    def _changed(self) -> None:
+        if self.timeline is not None:
+            self.timeline.record(
+                self._last,
+                self.capacity,
+                self.allocated,
+                self._queue_allocated,
+                self._deserved_now,
+                self.allocated.get(GPU),
+            )
 
     def advance(self, now: float) -> None:
         span = now - self._last
@@ -98,23 +112,35 @@ class UsageMeter:
 
     def set_deserved(self, deserved: dict[str, Resource]) -> None:
         """What each queue deserves from now on (the last session's word)."""
+        changed = self.timeline is not None and deserved != self._deserved_now
         self._deserved_now = deserved
+        if changed:
+            self._changed()
 
-    def add_capacity(self, amount: Resource) -> None:
+    def add_capacity(self, amount: Resource, node: str = "") -> None:
         self.capacity = self.capacity + amount
+        if self.timeline is not None:
+            self.timeline.node_gpus(node, total=amount.get(GPU))
+        self._changed()
 
-    def start(self, key: str, request: Resource, queue: str) -> None:
-        self._running[key] = (request, queue)
+    def start(self, key: str, request: Resource, queue: str, node: str = "") -> None:
+        self._running[key] = (request, queue, node)
         self.allocated = self.allocated + request
         self._queue_allocated[queue] = self._queue_allocated.get(queue, Resource()) + request
+        if self.timeline is not None and request.get(GPU):
+            self.timeline.node_gpus(node, delta=request.get(GPU))
+        self._changed()
 
     def stop(self, key: str) -> None:
         entry = self._running.pop(key, None)
         if entry is None:
             return
-        request, queue = entry
+        request, queue, node = entry
         self.allocated = self.allocated - request
         self._queue_allocated[queue] = self._queue_allocated[queue] - request
+        if self.timeline is not None and request.get(GPU):
+            self.timeline.node_gpus(node, delta=-request.get(GPU))
+        self._changed()
 
     def utilization(self, end: float) -> dict[str, float]:
         """Mean fraction of each resource's capacity in use over [0, end]."""

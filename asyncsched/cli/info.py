@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,13 @@ def register(commands: Any) -> None:
     )
     plugins.set_defaults(func=_plugins)
     version_cmd = commands.add_parser("version", help="print the version")
+    version_cmd.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text (default), or JSON: version, path, native kernels",
+    )
     version_cmd.set_defaults(func=_version)
 
 
@@ -52,6 +60,9 @@ def identity() -> dict[str, str | bool]:
 
 def _version(args: argparse.Namespace) -> int:
     found = identity()
+    if args.output == "json":
+        print(json.dumps({**found, "kernels": kernels.describe()}, indent=2))
+        return EXIT_OK
     print(f"asyncsched {found['version']} from {found['path']}")
     print(kernels.describe())
     return EXIT_OK

@@ -33,6 +33,7 @@ __all__ = [
     "add_output_flag",
     "age",
     "budget_from_environment",
+    "check_kubeconfig",
     "command",
     "delete",
     "dump",
@@ -82,7 +83,7 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
         "-k",
         "--kubeconfig",
         metavar="PATH",
-        help="kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)",
+        help="kubeconfig file (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)",
     )
     parser.add_argument("--context", help="kubeconfig context to use")
 
@@ -120,7 +121,7 @@ def command(
     return run
 
 
-def _check_kubeconfig(path: str | None) -> None:
+def check_kubeconfig(path: str | None) -> None:
     """Name the usual kubeconfig mistakes before the loader turns them into riddles."""
     if not path:
         return
@@ -135,7 +136,7 @@ def _check_kubeconfig(path: str | None) -> None:
 
 
 async def _connected(handler: Handler, args: argparse.Namespace) -> int:
-    _check_kubeconfig(args.kubeconfig)
+    check_kubeconfig(args.kubeconfig)
     client = await connect(args.kubeconfig, args.context)
     try:
         return await handler(client, args)

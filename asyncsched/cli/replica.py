@@ -13,6 +13,7 @@ from typing import Any
 
 from asyncsched.backends.kube import KubeClient, connect
 from asyncsched.cli.exits import EXIT_OK
+from asyncsched.cli.output import add_connection_flags, check_kubeconfig
 
 __all__ = ["add_replica_flags", "run_replica"]
 
@@ -21,10 +22,7 @@ def add_replica_flags(
     parser: argparse.ArgumentParser, *, lease_name: str, metrics_port: int, acts: str
 ) -> None:
     """Flags every replica has; ``acts`` says what only the Lease holder does."""
-    parser.add_argument(
-        "--kubeconfig", metavar="PATH", help="default: in-cluster, else ~/.kube/config"
-    )
-    parser.add_argument("--context", help="kubeconfig context to use")
+    add_connection_flags(parser)
     parser.add_argument(
         "--leader-elect",
         action="store_true",
@@ -52,6 +50,7 @@ async def run_replica(
     component: Callable[[KubeClient], Callable[[asyncio.Event], Coroutine[Any, Any, None]]],
 ) -> int:
     """Connect, run ``component(client)(stop)`` until SIGTERM or SIGINT, then close cleanly."""
+    check_kubeconfig(args.kubeconfig)
     client = await connect(args.kubeconfig, args.context)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -9,12 +9,14 @@ Structs instead of generated models.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import aiohttp.helpers
+import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
@@ -168,6 +170,9 @@ async def connect(kubeconfig: str | None, context: str | None = None) -> KubeCli
     server cannot be reached.
     """
     configuration = k8s_client.Configuration()
+    loader_log = logging.getLogger("kubernetes_asyncio.config")
+    level = loader_log.level
+    loader_log.setLevel(logging.ERROR)  # its warnings ("Config not found") would precede ours
     try:
         if kubeconfig:
             await k8s_config.load_kube_config(
@@ -178,10 +183,21 @@ async def connect(kubeconfig: str | None, context: str | None = None) -> KubeCli
                 client_configuration=configuration
             )
         else:
+            listed = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+            if not any(os.path.isfile(p) for p in listed.split(os.pathsep) if p):
+                raise KubeError(
+                    0,
+                    f"no kubeconfig found (looked for {listed}): pass --kubeconfig PATH, "
+                    "set KUBECONFIG, or run inside a cluster",
+                )
             await k8s_config.load_kube_config(context=context, client_configuration=configuration)
     except (k8s_config.ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
         where = kubeconfig or "the default kubeconfig"
         raise KubeError(0, f"cannot use {where}: {exc}") from None
+    except yaml.YAMLError:
+        raise KubeError(0, f"cannot use {kubeconfig}: it is not YAML") from None
+    finally:
+        loader_log.setLevel(level)
     client = KubeClient(k8s_client.ApiClient(configuration))
     try:
         await client.request("GET", "/version", timeout=10)

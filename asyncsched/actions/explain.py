@@ -220,8 +220,9 @@ def _explanation(
     pod_key: str,
 ) -> Explanation:
     job = ssn.jobs.get(job_key)
-    if job is None:  # a pod whose PodGroup is not there yet
-        return Explanation(target, kind, waiting_reason(ssn, _task(ssn, pod_key)), None, None, [])
+    if job is None:  # a pod whose PodGroup is not there (yet): the scheduler waits for it
+        why = f"it belongs to no job the scheduler can see: its PodGroup {job_key} does not exist"
+        return Explanation(target, kind, why, None, None, [])
     binds = {b.uid: b.node for b in result.binds}
     nominated = {n.uid: n.node for n in result.nominations}
     reasons = {u.uid: u.message for u in result.unschedulable}
@@ -272,13 +273,6 @@ def _gang_trial(
         stmt.allocate(task, placement.node)
         placed.append(f"{task.namespace}/{task.name} on {placement.node.name}")
     return waiting[0], placed
-
-
-def _task(ssn: Session, key: str) -> TaskInfo:
-    for job in ssn.jobs.values():
-        if key in job.tasks:
-            return job.tasks[key]
-    raise NotFound(f"pod {key} is not in the session")
 
 
 def _pod_state(

@@ -83,7 +83,7 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
         "-k",
         "--kubeconfig",
         metavar="PATH",
-        help="kubeconfig file (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)",
+        help="kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)",
     )
     parser.add_argument("--context", help="kubeconfig context to use")
 

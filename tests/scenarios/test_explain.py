@@ -133,3 +133,17 @@ def test_unknown_names_and_misused_flags_are_one_line(capsys: pytest.CaptureFixt
     assert "--at is for --simulate" in capsys.readouterr().err
     assert main(["explain", "gang", "--simulate", CLUSTER, "--at", "soon"]) == 2
     assert capsys.readouterr().err.startswith("asyncsched: error: --at: ")
+
+
+def test_a_volcano_job_is_found_through_its_podgroup_and_says_why_it_has_no_pods(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    found = explain(capsys, "too-big-for-queue")
+
+    assert found["kind"] == "Job" and found["target"] == "default/too-big-for-queue"
+    assert found["gang"]["job"].startswith("default/too-big-for-queue-")
+    assert (found["gang"]["min_member"], found["gang"]["pods"]) == (2, 0)
+    assert found["verdict"] == (
+        "its PodGroup is not admitted: queue capped has no room for its minResources {cpu: 4}"
+    )
+    assert found["pods"] == [] and found["nodes"] == []

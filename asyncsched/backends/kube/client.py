@@ -164,7 +164,8 @@ def _status_message(data: bytes, fallback: str | None) -> str:
 
 
 async def connect(kubeconfig: str | None, context: str | None = None) -> KubeClient:
-    """Load credentials (a kubeconfig, else in-cluster) and check the server answers.
+    """Load credentials and check the server answers: ``kubeconfig``, else $KUBECONFIG,
+    else in-cluster, else ~/.kube/config (kubectl's order).
 
     Raises KubeError with one clear line when the kubeconfig is unusable or the
     server cannot be reached.
@@ -178,7 +179,7 @@ async def connect(kubeconfig: str | None, context: str | None = None) -> KubeCli
             await k8s_config.load_kube_config(
                 config_file=kubeconfig, context=context, client_configuration=configuration
             )
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        elif os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
             k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
                 client_configuration=configuration
             )

@@ -33,7 +33,8 @@ __all__ = ["SHOWN_JOBS", "html_report", "png_report"]
 logging.getLogger("matplotlib").setLevel(logging.ERROR)  # no font-cache chatter on stderr
 
 SHOWN_JOBS = 60
-"""Jobs drawn in the timeline (the first submitted); the text summary below lists them."""
+"""Jobs drawn in the timeline at most (beyond it, every n-th by submission, so the timeline
+spans the whole run); the text summary below lists them."""
 _MAX_POINTS = 4000
 _Colour = tuple[float, float, float, float]
 _COLORS: list[_Colour] = [matplotlib.colormaps["tab10"](i) for i in range(10)]
@@ -96,7 +97,9 @@ def _charts(report: SimReport, timeline: Timeline) -> list[_Chart]:
     end = max(report.end, points[-1].time if points else 0.0)
     queues = sorted({q for p in points for q in (*p.queues, *p.deserved)} | _job_queues(report))
     color = {q: _COLORS[i % len(_COLORS)] for i, q in enumerate(queues)}
-    shown = sorted(report.jobs, key=lambda j: (j.submitted, j.name))[:SHOWN_JOBS]
+    ordered = sorted(report.jobs, key=lambda j: (j.submitted, j.name))
+    every = -(-len(ordered) // SHOWN_JOBS) if ordered else 1  # spread over the whole run
+    shown = ordered[::every]
     charts = [
         _Chart(
             "utilization",
@@ -123,8 +126,8 @@ def _charts(report: SimReport, timeline: Timeline) -> list[_Chart]:
         _Chart(
             "jobs",
             "Jobs",
-            f"waiting (grey), then running (queue colour); {len(shown)} of "
-            f"{len(report.jobs)} jobs, first submitted first",
+            "waiting (grey), then running (queue colour), in order of submission"
+            + (f"; every {_nth(every)} of {len(ordered)} jobs" if every > 1 else ""),
             max(2.0, 0.22 * len(shown) + 1.0),
             lambda ax: _gantt(ax, shown, end, color),
         ),
@@ -204,8 +207,7 @@ def _gantt(ax: Axes, jobs: list[JobRow], end: float, color: dict[str, _Colour]) 
     ax.grid(axis="x", alpha=0.3)
     handles = [Patch(color=c, label=q) for q, c in color.items() if any(j.queue == q for j in jobs)]
     if handles:
-        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1), ncols=len(handles),
-                  fontsize=8, frameon=False)  # fmt: skip
+        ax.legend(handles=handles, loc="upper right", fontsize=8)
 
 
 def _gpus(ax: Axes, points: list[TimelinePoint], end: float) -> None:
@@ -224,7 +226,7 @@ def _gpus(ax: Axes, points: list[TimelinePoint], end: float) -> None:
         ax.fill_between(times, [*low, low[-1]], [*high, high[-1]], step="post",
                         color=shade, label=label, linewidth=0)  # fmt: skip
         low = high
-    _frame(ax, GPU, end, top=None)
+    _frame(ax, GPU, end, top=1.3 * max(max(low), 1))  # room above for the legend
 
 
 # -- helpers ----------------------------------------------------------------------
@@ -269,6 +271,11 @@ def _thinned(points: list[TimelinePoint]) -> list[TimelinePoint]:
 
 def _job_queues(report: SimReport) -> set[str]:
     return {j.queue for j in report.jobs}
+
+
+def _nth(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _short(name: str) -> str:

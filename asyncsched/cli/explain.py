@@ -16,17 +16,17 @@ from typing import Any
 
 from asyncsched.actions.explain import Explanation, NotFound, explain
 from asyncsched.api import PodGroup
-from asyncsched.backends.config_source import ConfigSource
+from asyncsched.backends.config_source import CONFIG_KEYS, ConfigSource
 from asyncsched.backends.kube import KubeClient
 from asyncsched.backends.kube.picture import read_cluster
 from asyncsched.backends.sim import Simulation, load_input
 from asyncsched.backends.sim.fields import seconds_problem
 from asyncsched.backends.sim.store import EPOCH
-from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
+from asyncsched.cache import DEFAULT_SCHEDULER_NAMES, ClusterCache
 from asyncsched.cli.exits import EXIT_BAD_INPUT, EXIT_OK
 from asyncsched.cli.explain_text import render
 from asyncsched.cli.output import CliError, add_connection_flags, command, get, segment
-from asyncsched.framework import Registry
+from asyncsched.framework import LoadedConfiguration, Registry, load_configuration
 
 __all__ = ["register"]
 
@@ -61,6 +61,12 @@ def register(commands: Any) -> None:
         help="scheduler configuration (Volcano format) to explain with; default: built-in",
     )
     cmd.add_argument(
+        "--config-map",
+        metavar="NAMESPACE/NAME[:KEY]",
+        help="on a cluster: explain with the configuration in this ConfigMap, as the "
+        "scheduler reads it (key scheduler.yaml or volcano-scheduler.conf)",
+    )
+    cmd.add_argument(
         "--scheduler-name",
         action="append",
         metavar="NAME",
@@ -72,10 +78,17 @@ def register(commands: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     if args.at is not None and not args.simulate:
-        raise CliError("--at is for --simulate (a cluster is explained as it is now)", 2)
+        raise CliError(
+            "--at is for --simulate (a cluster is explained as it is now)", EXIT_BAD_INPUT
+        )
+    if args.config_map and args.config:
+        raise CliError("--config and --config-map: give one of them", EXIT_BAD_INPUT)
     if args.simulate:
-        if args.kubeconfig or args.context:
-            raise CliError("--simulate reads no cluster: drop --kubeconfig/--context", 2)
+        if args.kubeconfig or args.context or args.config_map:
+            raise CliError(
+                "--simulate reads no cluster: drop --kubeconfig/--context/--config-map",
+                EXIT_BAD_INPUT,
+            )
         return _print(*_simulated(args), args.output)
     return command(_on_cluster)(args)
 
@@ -104,7 +117,7 @@ def _simulated(args: argparse.Namespace) -> tuple[Explanation, dict[str, str]]:
     sim = Simulation(loaded.manifests, config, scheduler_names=_names(args), keep_events=False)
     sim.run(until=until)
     scheduler = sim.scheduler
-    found = _explained(scheduler.cache, config, args, EPOCH + sim.now)
+    found = _explained(scheduler.cache, config.current, args, EPOCH + sim.now)
     recorded: dict[str, str] = {"at": f"{sim.now:g}s"}
     if found.explained_pod:
         record = sim.recorder.pods.get(found.explained_pod)
@@ -120,7 +133,8 @@ async def _on_cluster(client: KubeClient, args: argparse.Namespace) -> int:
     cache, skipped = await read_cluster(client, _names(args))
     for line in skipped:
         print(f"asyncsched: warning: skipped {line}", file=sys.stderr)
-    found = _explained(cache, _config(args), args, time.time())
+    loaded = await _config_map(client, args.config_map) if args.config_map else None
+    found = _explained(cache, loaded or _config(args).current, args, time.time())
     recorded: dict[str, str] = {}
     if found.explained_pod:
         event = await _last_event(client, found.explained_pod)
@@ -133,12 +147,31 @@ async def _on_cluster(client: KubeClient, args: argparse.Namespace) -> int:
 
 
 def _explained(
-    cache: Any, config: ConfigSource, args: argparse.Namespace, now: float
+    cache: ClusterCache, loaded: LoadedConfiguration, args: argparse.Namespace, now: float
 ) -> Explanation:
     try:
-        return explain(cache, config.current, args.namespace, args.name, now)
+        return explain(cache, loaded, args.namespace, args.name, now)
     except NotFound as exc:
         raise CliError(str(exc)) from None
+
+
+async def _config_map(client: KubeClient, reference: str) -> LoadedConfiguration:
+    """The configuration a scheduler following ``--config-map`` would use now."""
+    where, _, key = reference.partition(":")
+    namespace, _, name = where.partition("/")
+    if not namespace or not name:
+        raise CliError(f"--config-map {reference!r}: expected NAMESPACE/NAME[:KEY]", EXIT_BAD_INPUT)
+    found = await get(
+        client,
+        f"/api/v1/namespaces/{segment(namespace)}/configmaps/{segment(name)}",
+        what=f"ConfigMap {where}",
+    )
+    data = found.get("data") or {}
+    chosen = key or next((k for k in CONFIG_KEYS if k in data), "")
+    if chosen not in data:
+        wanted = repr(key) if key else " or ".join(CONFIG_KEYS)
+        raise CliError(f"ConfigMap {where} has no key {wanted}", EXIT_BAD_INPUT)
+    return load_configuration(data[chosen], Registry(), f"ConfigMap {where}[{chosen}]")
 
 
 async def _last_event(client: KubeClient, pod: str) -> str:

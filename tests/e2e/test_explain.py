@@ -1,8 +1,8 @@
 """`asyncsched explain` against the real control plane, beside the running scheduler.
 
 The scheduler process writes its FailedScheduling Event and PodGroup condition; explain,
-reading the cluster through the API with the admin kubeconfig, must give the same text
-and say node by node why the pod fits nowhere.
+reading the cluster (and the scheduler's ConfigMap) through the API with the admin
+kubeconfig, must give the same text and say node by node why the pod fits nowhere.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from tests.e2e.kubeops import wait_for
+from tests.e2e.scheduler_proc import CONFIG_MAP
 from tests.e2e.test_cli import cli
 from tests.e2e.test_scheduler import Bed, bed  # noqa: F401  (the fixture)
 
@@ -33,7 +34,9 @@ async def test_explain_says_why_a_pending_pod_waits_in_the_schedulers_words(
         )
 
         ns = bed.kube.namespace
-        result = await cli(bed.kube, "explain", "huge-0", "-n", ns, "-o", "json")
+        result = await cli(
+            bed.kube, "explain", "huge-0", "-n", ns, "--config-map", CONFIG_MAP, "-o", "json"
+        )
         assert result.code == 0, result.err
         found = json.loads(result.out)
     finally:
@@ -58,6 +61,9 @@ async def test_explain_says_why_a_pending_pod_waits_in_the_schedulers_words(
     assert text.code == 0, text.err
     assert text.out.startswith(f"Pod {ns}/huge-0: {event['message']}\n")
     assert f"{bed.nodes[0]}" in text.out and "resources: Insufficient nvidia.com/gpu" in text.out
+
+    no_map = await cli(bed.kube, "explain", "huge-0", "-n", ns, "--config-map", f"{ns}/none")
+    assert (no_map.code, no_map.err) == (1, f"asyncsched: error: ConfigMap {ns}/none not found\n")
 
     missing = await cli(bed.kube, "explain", "nobody", "-n", ns)
     assert (missing.code, missing.out) == (1, "")

@@ -133,6 +133,13 @@ def test_unknown_names_and_misused_flags_are_one_line(capsys: pytest.CaptureFixt
     assert "--at is for --simulate" in capsys.readouterr().err
     assert main(["explain", "gang", "--simulate", CLUSTER, "--at", "soon"]) == 2
     assert capsys.readouterr().err.startswith("asyncsched: error: --at: ")
+    assert main(["explain", "gang", "--simulate", CLUSTER, "--config-map", "a/b"]) == 2
+    assert "--simulate reads no cluster" in capsys.readouterr().err
+    config = str(YAML / "capacity-config.yaml")
+    assert main(["explain", "gang", "--config", config, "--config-map", "a/b"]) == 2
+    assert capsys.readouterr().err == (
+        "asyncsched: error: --config and --config-map: give one of them\n"
+    )
 
 
 def test_a_volcano_job_is_found_through_its_podgroup_and_says_why_it_has_no_pods(

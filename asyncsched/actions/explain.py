@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from asyncsched.actions.hypernode_search import confine, job_limit, nowhere, search
 from asyncsched.actions.node_verdicts import NodeVerdict, node_verdicts
 from asyncsched.actions.placement import find_node
 from asyncsched.api import Condition
@@ -32,6 +33,7 @@ from asyncsched.framework import (
     open_session,
     run_session,
 )
+from asyncsched.framework.hooks import BoolArray
 from asyncsched.framework.reasons import resources_text
 from asyncsched.framework.results import SessionResult
 from asyncsched.model import JobInfo, Resource, TaskInfo, TaskStatus
@@ -172,6 +174,9 @@ class Explanation:
     nodes: list[NodeVerdict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """Plugins that raised while asked (left out, as the scheduler leaves them out)."""
+    topology: str = ""
+    """For a job with ``networkTopology``: where allocate may try it, HyperNodes by tier
+    lowest first (or why nowhere). The node verdicts are over every node all the same."""
 
 
 def explain(
@@ -232,9 +237,10 @@ def _explanation(
     if pod_key:
         waiting = [t for t in waiting if t.uid == pod_key]
     problems = [f"plugin {f.plugin} failed in {f.hook}: {f.error}" for f in result.failures]
+    topology, confined = _topology(ssn, job)
     stmt = Statement(ssn)
-    explained, placed_first = _gang_trial(ssn, stmt, waiting, job, pod_key)
-    nodes = node_verdicts(ssn, explained, problems) if explained is not None else []
+    explained, placed_first = _gang_trial(ssn, stmt, waiting, job, pod_key, confined)
+    nodes = node_verdicts(ssn, explained, problems, confined) if explained is not None else []
     stmt.discard()
     queue = ssn.queue_of(job)
     gang = _gang(ssn, decided, job)
@@ -249,11 +255,33 @@ def _explanation(
         placed_first=placed_first,
         nodes=nodes,
         problems=problems,
+        topology=topology,
     )
 
 
+def _topology(ssn: Session, job: JobInfo) -> tuple[str, list[tuple[str, BoolArray]]]:
+    """For a job with network topology: where allocate may try it, and the masks that keep
+    the node verdicts to the first HyperNode it tries (to no node when there is none)."""
+    limit = job_limit(ssn, job)
+    if limit is None:
+        return "", []
+    head = f"networkTopology {limit.mode}, up to tier {limit.tier}"
+    found = search(ssn, job, limit)
+    if not found.gradients:
+        return f"{head}: nowhere: {found.why_none}", nowhere(ssn, found.why_none)
+    tiers = "; then ".join(", ".join(h.name for h in tier) for tier in found.gradients)
+    first = found.gradients[0][0]
+    text = f"{head}: may go in one of these HyperNodes, lowest tier first: {tiers}"
+    return f"{text} (node verdicts: within {first.name}, tried first)", confine(ssn, first)
+
+
 def _gang_trial(
-    ssn: Session, stmt: Statement, waiting: list[TaskInfo], job: JobInfo, pod_key: str
+    ssn: Session,
+    stmt: Statement,
+    waiting: list[TaskInfo],
+    job: JobInfo,
+    pod_key: str,
+    confined: list[tuple[str, BoolArray]],
 ) -> tuple[TaskInfo | None, list[str]]:
     """The waiting pod to show node verdicts for, after placing (in ``stmt``) the members
     allocate places before it: for a job, its first member that fits no node once the
@@ -267,7 +295,7 @@ def _gang_trial(
     for task in ahead:
         if task.uid == pod_key or (not pod_key and task.uid == waiting[-1].uid):
             return task, placed
-        placement = find_node(ssn, task, pipeline=False)
+        placement = find_node(ssn, task, pipeline=False, extra_failures=confined)
         if placement is None:
             return (task, placed) if not pod_key else (waiting[0], placed)
         stmt.allocate(task, placement.node)

@@ -12,19 +12,28 @@ idle now, else all of them). Questions only: the session is left as it was.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from asyncsched.actions.placement import insufficient_reason
 from asyncsched.framework import FitErrors, Session
-from asyncsched.framework.hooks import BATCH_NODE_ORDER, BATCH_PREDICATE, NODE_ORDER, PREDICATE
+from asyncsched.framework.hooks import (
+    BATCH_NODE_ORDER,
+    BATCH_PREDICATE,
+    NODE_ORDER,
+    PREDICATE,
+    BoolArray,
+)
 from asyncsched.model import TaskInfo
 
-__all__ = ["RESOURCE_FIT", "NodeVerdict", "fit_errors", "node_verdicts"]
+__all__ = ["RESOURCE_FIT", "TOPOLOGY", "NodeVerdict", "fit_errors", "node_verdicts"]
 
 RESOURCE_FIT = "resources"
 """Who refuses a node that lacks room: the framework's own fit check, not a plugin."""
+TOPOLOGY = "topology"
+"""Who refuses a node outside the HyperNode a job with network topology is tried in."""
 
 
 @dataclass(frozen=True)
@@ -49,18 +58,27 @@ class NodeVerdict:
         return not self.refused_by
 
 
-def node_verdicts(ssn: Session, task: TaskInfo, problems: list[str]) -> list[NodeVerdict]:
+def node_verdicts(
+    ssn: Session,
+    task: TaskInfo,
+    problems: list[str],
+    confined: Sequence[tuple[str, BoolArray]] = (),
+) -> list[NodeVerdict]:
     """Every node of the session, in node order. A plugin that raises is left out and
-    named in ``problems`` (as the scheduler goes on without it)."""
+    named in ``problems`` (as the scheduler goes on without it). ``confined``: the masks
+    allocate adds after the batch predicates for a job with network topology (refused by
+    ``topology``)."""
     nodes = ssn.node_list
     n = len(nodes)
     refused: list[tuple[str, str] | None] = [None] * n
+    masks: list[tuple[str, list[tuple[str, BoolArray]]]] = []
     for plugin, batch in ssn.callbacks(BATCH_PREDICATE):
         try:
-            failures = batch(task)
+            masks.append((plugin, batch(task)))
         except Exception as exc:
             problems.append(f"plugin {plugin} failed in batch_predicate: {exc}")
-            continue
+    masks.append((TOPOLOGY, list(confined)))
+    for plugin, failures in masks:
         for reason, mask in failures:
             for i in np.flatnonzero(np.asarray(mask[:n], dtype=np.bool_)).tolist():
                 if refused[i] is None:

@@ -21,6 +21,8 @@ def render(found: Explanation, recorded: dict[str, str]) -> str:
         lines.append(f"  last FailedScheduling Event of {found.explained_pod}: {recorded['event']}")
     if found.gang is not None:
         lines += _gang(found.gang, recorded.get("podgroup_condition", ""))
+    if found.topology:
+        lines.append(f"  {found.topology}")
     if found.queue is not None:
         lines += _queue(found.queue)
     waiting = [p for p in found.pods if p.reason]

@@ -154,3 +154,23 @@ def test_a_volcano_job_is_found_through_its_podgroup_and_says_why_it_has_no_pods
         "its PodGroup is not admitted: queue capped has no room for its minResources {cpu: 4}"
     )
     assert found["pods"] == [] and found["nodes"] == []
+
+
+def test_a_gang_no_hypernode_can_hold_is_refused_by_topology_on_every_node(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    files = [
+        str(YAML / f)
+        for f in ("topology-seed-nodes.yaml", "topology-seed-hypernodes.yaml",
+                  "explain-topology-job.yaml")
+    ]  # fmt: skip
+    code = main(["explain", "one-rack", "--simulate", *files, "-o", "json"])
+    found = json.loads(capsys.readouterr().out)
+
+    assert code == 0 and found["kind"] == "Job"
+    why = "no HyperNode of tier 1 or lower has room for the gang"
+    assert found["topology"] == f"networkTopology hard, up to tier 1: nowhere: {why}"
+    assert found["verdict"] == f"0/8 tasks in gang fit ({why})"
+    assert found["verdict"] == found["recorded"]["podgroup_condition"]
+    assert len(found["nodes"]) == 8
+    assert {(n["refused_by"], n["reason"]) for n in found["nodes"]} == {("topology", why)}

@@ -223,11 +223,6 @@ def _report_jobs(ssn: Session) -> None:
     extra = [ssn.jobs[uid] for uid in others if uid not in jobs and uid in ssn.jobs]
     reported = [*jobs.values(), *extra]
     deferred = ssn.budget.deferred
-    if deferred:
-        for job in reported:
-            if job.uid in deferred:
-                job.settled_under = None
-        reported = [job for job in reported if job.uid not in deferred]
     if extra:  # in snapshot order, as if every job had been active (rare: costs O(jobs))
         at = {uid: i for i, uid in enumerate(ssn.jobs)}
         reported.sort(key=lambda job: at[job.uid])
@@ -236,7 +231,9 @@ def _report_jobs(ssn: Session) -> None:
         gang_message = (
             condition.message if condition is not None and condition.type == UNSCHEDULABLE else ""
         )
-        pending = job.tasks_in(TaskStatus.PENDING)
+        # A job the budget left for the next session keeps its conditions and gets no
+        # pending reasons; its phase (enqueue may have admitted it) is still written.
+        pending = job.tasks_in(TaskStatus.PENDING) if job.uid not in deferred else []
         # Tasks of the job that were not tried this session wait for the same reason as
         # the first one that was (Volcano gives every pending task the job's fit error).
         job_errors = next((e for t in pending if (e := ssn.fit_failures.get(t.uid))), None)
@@ -256,12 +253,12 @@ def _report_jobs(ssn: Session) -> None:
                 ssn.result.unschedulable.append(
                     TaskUnschedulable(task.uid, task.namespace, task.name, job.uid, message)
                 )
-        unchanged = True
+        unchanged = job.uid not in deferred
         if job.podgroup is not None:
             update = _podgroup_update(
                 job, job.podgroup.status, condition, notices.get(job.uid) or ()
             )
-            unchanged = update is None
+            unchanged = unchanged and update is None
             if update is not None:
                 ssn.result.podgroups.append(update)
         job.settled_under = ssn.configuration if unchanged and _settled(job) else None

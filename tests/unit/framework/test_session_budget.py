@@ -10,7 +10,7 @@ from tests.builders import cache_of, node, pod, podgroup
 def _gangs() -> list[object]:
     objects: list[object] = [node("n1", cpu="16"), node("n2", cpu="16")]
     for g in range(4):
-        objects.append(podgroup(f"g{g}", 3, created=f"2026-01-01T00:00:0{g}Z"))
+        objects.append(podgroup(f"g{g}", 3, phase="Pending", created=f"2026-01-01T00:00:0{g}Z"))
         objects.extend(pod(f"g{g}-{i}", cpu="1", group=f"g{g}") for i in range(3))
     objects.append(pod("too-big", cpu="64"))
     return objects
@@ -39,7 +39,10 @@ def test_a_budget_stops_after_whole_gangs_and_the_next_session_goes_on() -> None
     assert not {n.job for n in first.unschedulable} & {"default/g2", "default/g3"}, (
         "a job not reached gets no pending reason"
     )
-    assert all(u.job not in ("default/g2", "default/g3") for u in first.podgroups)
+    not_reached = [u for u in first.podgroups if u.job in ("default/g2", "default/g3")]
+    assert [(u.phase, u.conditions) for u in not_reached] == [("Inqueue", ())] * 2, (
+        "a job not reached is admitted (its phase is written) but gets no condition"
+    )
     assert sorted(placed) == sorted(f"g{g}-{i}" for g in range(4) for i in range(3))
     assert sessions[-1].deferred == 0
     last_reasons = {n.name for n in sessions[-1].unschedulable}

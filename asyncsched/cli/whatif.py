@@ -29,7 +29,7 @@ from asyncsched.api import GROUP_NAME_ANNOTATION, Pod
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.backends.config_source import CONFIG_KEYS, ConfigSource
 from asyncsched.backends.kube import KubeError, connect
-from asyncsched.backends.kube.snapshot import ClusterSnapshot, read_cluster, read_config_map
+from asyncsched.backends.kube.listing import ClusterListing, list_cluster, read_config_map
 from asyncsched.backends.sim import Manifest, ManifestError, Simulation
 from asyncsched.backends.sim.manifests import check_references, parse_manifests
 from asyncsched.backends.sim.quantities import check_node_totals
@@ -155,10 +155,10 @@ def prepare(args: argparse.Namespace, files: list[str], scheduler_names: Iterabl
     return WhatIf(server, manifests, config, live_pods, counts, snap.skipped + warnings)
 
 
-async def _read(args: argparse.Namespace) -> tuple[str, ClusterSnapshot, ConfigSource]:
+async def _read(args: argparse.Namespace) -> tuple[str, ClusterListing, ConfigSource]:
     client = await connect(args.kubeconfig, args.context)
     try:
-        snap = await read_cluster(client)
+        snap = await list_cluster(client)
         if args.config:
             return client.host, snap, ConfigSource(Registry(), args.config)
         return client.host, snap, await _cluster_config(client, args.config_map)
@@ -192,7 +192,7 @@ async def _cluster_config(client: Any, reference: str | None) -> ConfigSource:
 
 
 def _from_cluster(
-    snap: ClusterSnapshot, scheduler_names: set[str]
+    snap: ClusterListing, scheduler_names: set[str]
 ) -> tuple[list[Manifest], dict[str, str], list[str]]:
     """The live objects as manifests submitted at t=0, in the order a cluster has them:
     nodes and classes first, PodGroups before their pods, bound pods before pending ones."""

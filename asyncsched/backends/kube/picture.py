@@ -1,5 +1,6 @@
 """The cluster as the scheduler sees it, read once: every kind its informers watch, listed
-into a fresh ClusterCache, for one-off questions (``asyncsched explain``) rather than a loop.
+(``asyncsched.backends.kube.listing``) into a fresh ClusterCache, for one-off questions
+(``asyncsched explain``) rather than a loop.
 
 Objects that do not decode or that the cache refuses are skipped and named, as the
 informers skip them; a CRD that is not installed (HyperNode) is an empty list.
@@ -7,77 +8,37 @@ informers skip them; a CRD that is not installed (HyperNode) is an empty list.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import msgspec
-
-from asyncsched.backends.kube.client import KubeClient, KubeError
-from asyncsched.backends.kube.informer import ResourceKind
-from asyncsched.backends.kube.scheduler import (
-    DISRUPTION_BUDGETS,
-    HYPERNODES,
-    NODES,
-    PODGROUPS,
-    PODS,
-    PRIORITY_CLASSES,
-    QUEUES,
-)
+from asyncsched.backends.kube.client import KubeClient
+from asyncsched.backends.kube.listing import list_cluster
 from asyncsched.cache import ClusterCache
 
 __all__ = ["read_cluster"]
-
-
-class _ListMeta(msgspec.Struct):
-    cont: str = msgspec.field(default="", name="continue")
-
-
-class _Page(msgspec.Struct):
-    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[msgspec.Raw] = []
 
 
 async def read_cluster(
     client: KubeClient, scheduler_names: tuple[str, ...]
 ) -> tuple[ClusterCache, list[str]]:
     """A cache filled with one list of each kind; the objects skipped, one line each."""
+    listing = await list_cluster(client)
     cache = ClusterCache(scheduler_names)
-    skipped: list[str] = []
-    kinds: list[tuple[ResourceKind[Any], Callable[[Any], None]]] = [
-        (PRIORITY_CLASSES, cache.upsert_priority_class),
-        (QUEUES, cache.upsert_queue),
-        (NODES, cache.upsert_node),
-        (HYPERNODES, cache.upsert_hypernode),
-        (PODGROUPS, cache.upsert_podgroup),
-        (PODS, cache.upsert_pod),
-        (DISRUPTION_BUDGETS, cache.upsert_disruption_budget),
+    skipped = list(listing.skipped)
+    kinds: list[tuple[str, Sequence[Any], Callable[[Any], None]]] = [
+        ("PriorityClass", listing.priority_classes, cache.upsert_priority_class),
+        ("Queue", listing.queues, cache.upsert_queue),
+        ("Node", listing.nodes, cache.upsert_node),
+        ("HyperNode", listing.hypernodes, cache.upsert_hypernode),
+        ("PodGroup", listing.podgroups, cache.upsert_podgroup),
+        ("Pod", listing.pods, cache.upsert_pod),
+        ("PodDisruptionBudget", listing.disruption_budgets, cache.upsert_disruption_budget),
     ]
-    for kind, upsert in kinds:
-        try:
-            async for obj in _listed(client, kind, skipped):
-                try:
-                    upsert(obj)
-                except ValueError as exc:
-                    meta = obj.metadata
-                    skipped.append(f"{kind.kind} {meta.namespace}/{meta.name}: {exc}")
-        except KubeError as exc:
-            if exc.status == 404 and kind.optional:
-                continue
-            raise
-    return cache, skipped
-
-
-async def _listed(
-    client: KubeClient, kind: ResourceKind[Any], skipped: list[str]
-) -> AsyncIterator[Any]:
-    params = {"limit": "500"}
-    while True:
-        page = msgspec.json.decode(await client.get(kind.path, params), type=_Page)
-        for raw in page.items:
+    for kind, objects, upsert in kinds:
+        for obj in objects:
             try:
-                yield msgspec.json.decode(raw, type=kind.type)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                skipped.append(f"{kind.kind}: {exc}")
-        if not page.metadata.cont:
-            return
-        params = {"limit": "500", "continue": page.metadata.cont}
+                upsert(obj)
+            except ValueError as exc:
+                meta = obj.metadata
+                skipped.append(f"{kind} {meta.namespace}/{meta.name}: {exc}")
+    return cache, skipped

@@ -9,7 +9,7 @@ import pytest
 
 from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.meta import ObjectMeta
-from asyncsched.backends.kube.snapshot import ClusterSnapshot
+from asyncsched.backends.kube.listing import ClusterListing
 from asyncsched.backends.sim.manifests import parse_manifests
 from asyncsched.cli import main
 from asyncsched.cli.whatif import _from_cluster, combine
@@ -33,7 +33,7 @@ def _pod(name: str, node: str = "", phase: str = "", group: str = "", owned: boo
 
 
 def test_bound_pods_stay_bound_finished_ones_and_owners_are_left_out() -> None:
-    snap = ClusterSnapshot(
+    snap = ClusterListing(
         nodes=[Node(metadata=ObjectMeta(name="n1"))],
         priority_classes=[
             PriorityClass(metadata=ObjectMeta(name="system-node-critical"), value=2000001000),
@@ -83,7 +83,7 @@ def test_unreachable_cluster_is_one_line(
 
 
 def test_a_file_object_replaces_the_live_one_of_its_kind_and_name() -> None:
-    snap = ClusterSnapshot(
+    snap = ClusterListing(
         nodes=[Node(metadata=ObjectMeta(name="n1"))],
         queues=[msgspec.convert({"metadata": {"name": "team"}, "spec": {"weight": 1}}, Queue)],
     )

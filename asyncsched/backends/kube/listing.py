@@ -28,7 +28,7 @@ from asyncsched.backends.kube.scheduler import (
     QUEUES,
 )
 
-__all__ = ["ClusterSnapshot", "read_cluster", "read_config_map"]
+__all__ = ["ClusterListing", "list_cluster", "read_config_map"]
 
 T = TypeVar("T")
 
@@ -53,7 +53,7 @@ class _Named(msgspec.Struct):
 
 
 @dataclass
-class ClusterSnapshot:
+class ClusterListing:
     """The cluster as listed, kind by kind (not one consistent instant: each list is)."""
 
     nodes: list[Node] = field(default_factory=list)
@@ -67,10 +67,10 @@ class ClusterSnapshot:
     """One line per object that did not decode, or kind that could not be listed."""
 
 
-async def read_cluster(client: KubeClient, page_size: int = 500) -> ClusterSnapshot:
+async def list_cluster(client: KubeClient, page_size: int = 500) -> ClusterListing:
     """List every kind the scheduler watches. A CRD that is not installed (HyperNode) lists
     as empty; any other refusal (no RBAC to list pods, say) raises KubeError."""
-    snap = ClusterSnapshot()
+    snap = ClusterListing()
     snap.nodes = await _list(client, NODES, snap.skipped, page_size)
     snap.queues = await _list(client, QUEUES, snap.skipped, page_size)
     snap.priority_classes = await _list(client, PRIORITY_CLASSES, snap.skipped, page_size)

@@ -20,7 +20,7 @@ import msgspec
 
 from asyncsched.backends.kube.client import KubeClient, KubeError
 
-__all__ = ["Backoff", "Informer", "ResourceKind"]
+__all__ = ["Backoff", "Informer", "ListPage", "ResourceKind"]
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,9 @@ class _ListMeta(msgspec.Struct):
     cont: str = msgspec.field(default="", name="continue")
 
 
-class _Page(msgspec.Struct):
+class ListPage(msgspec.Struct):
+    """One page of a list answer: its items undecoded, and where the next page starts."""
+
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
     items: list[msgspec.Raw] = []
 
@@ -154,7 +156,7 @@ class Informer(Generic[T]):
         version = ""
         while True:
             page = msgspec.json.decode(
-                await self.client.get(self.resource.path, params), type=_Page
+                await self.client.get(self.resource.path, params), type=ListPage
             )
             version = page.metadata.resourceVersion or version
             for raw in page.items:

@@ -17,7 +17,7 @@ from asyncsched.api.core import ConfigMap
 from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
 from asyncsched.backends.kube.client import KubeClient, KubeError
-from asyncsched.backends.kube.informer import ResourceKind
+from asyncsched.backends.kube.informer import ListPage, ResourceKind
 from asyncsched.backends.kube.scheduler import (
     DISRUPTION_BUDGETS,
     HYPERNODES,
@@ -31,16 +31,6 @@ from asyncsched.backends.kube.scheduler import (
 __all__ = ["ClusterListing", "list_cluster", "read_config_map"]
 
 T = TypeVar("T")
-
-
-class _ListMeta(msgspec.Struct):
-    resourceVersion: str = ""
-    cont: str = msgspec.field(default="", name="continue")
-
-
-class _Page(msgspec.Struct):
-    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
-    items: list[msgspec.Raw] = []
 
 
 class _Meta(msgspec.Struct):
@@ -104,7 +94,7 @@ async def _list(
             if exc.status == 404 and resource.optional:
                 return found
             raise KubeError(exc.status, f"cannot list {resource.kind}s: {exc.message}") from None
-        page = msgspec.json.decode(data, type=_Page)
+        page = msgspec.json.decode(data, type=ListPage)
         for raw in page.items:
             obj = _decode(raw, resource, skipped)
             if obj is not None:

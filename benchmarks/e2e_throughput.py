@@ -22,6 +22,19 @@ when the first watch event carrying spec.nodeName arrives. Throughput is
 pods / (last bound - first POST sent). The ``server_clock`` figures repeat the
 measurement with the API server's whole-second stamps as a cross-check.
 
+``--precreate`` is issue 16's protocol instead: every pod (with ``--gang N``, in PodGroups of
+minMember N) is created before the scheduler starts, the schedulers run one after the other
+on the same bed, throughput counts from the first bind to the last, and each scheduler's CPU
+is read from /proc (all it used since it started). ``--ceiling`` first measures
+benchmarks/minimal_binder.py (round-robin, no decision) the same way: the binds per second
+this machine's API server, etcd and KWOK can take, and every figure is also given as a
+fraction of it. ``--external CMD`` measures any other scheduler started by CMD the same way
+(pods of ``--scheduler-name``; ``{kubeconfig}``, ``{namespace}``, ``{scheduler_name}`` are
+filled in, ``KUBECONFIG`` is set):
+
+    python benchmarks/e2e_throughput.py --nodes 1000 --pods 10000 --precreate --gang 10 \
+        --ceiling --compare-kube-scheduler --kube-scheduler-qps 2000
+
 asyncsched runs from this checkout (``--source DIR``: another copy), or with
 ``--installed`` from the package installed for this Python, refused in one line if that
 is a checkout (see target.py). The last line on stdout is one JSON object with every
@@ -36,6 +49,7 @@ import contextlib
 import json
 import math
 import os
+import shlex
 import shutil
 import signal
 import ssl
@@ -521,6 +535,62 @@ class KubeScheduler(Scheduler):
         return self.component.pid
 
 
+class CommandScheduler(Scheduler):
+    """Any scheduler given as a command line (``--external CMD``), or the minimal binder
+    (``--ceiling``): started like the others, its CPU read from /proc. ``{kubeconfig}``,
+    ``{namespace}`` and ``{scheduler_name}`` in the command are filled in at start, and
+    ``KUBECONFIG`` is set to the bed's admin kubeconfig."""
+
+    def __init__(
+        self, name: str, argv: list[str], bed: Testbed, scheduler_name: str, log_path: Path
+    ) -> None:
+        self.name = name
+        self.scheduler_name = scheduler_name
+        self.argv = argv
+        self.bed = bed
+        self.log_path = log_path
+        self.namespace = ""
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        fill = {
+            "kubeconfig": str(self.bed.kubeconfig),
+            "namespace": self.namespace,
+            "scheduler_name": self.scheduler_name,
+        }
+        argv = [part.format(**fill) for part in self.argv]
+        env = {**SCHEDULER_ENV, "KUBECONFIG": str(self.bed.kubeconfig)}
+        with self.log_path.open("ab") as out:
+            self.proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, cwd=SCHEDULER_CWD, env=env,
+                start_new_session=True,
+            )  # fmt: skip
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+
+def minimal_binder(bed: Testbed, scheduler_name: str) -> CommandScheduler:
+    argv = [
+        sys.executable, str(Path(__file__).resolve().parent / "minimal_binder.py"),
+        "--kubeconfig", "{kubeconfig}", "--namespace", "{namespace}",
+        "--scheduler-name", "{scheduler_name}",
+    ]  # fmt: skip
+    return CommandScheduler(
+        "minimal-binder", argv, bed, scheduler_name, bed.dir / "minimal-binder.log"
+    )
+
+
 # -- one measured run --------------------------------------------------------------------
 
 
@@ -623,6 +693,146 @@ async def measure(
     return result
 
 
+def podgroup_manifest(name: str, min_member: int, run: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "labels": {"bench": run}},
+        "spec": {"minMember": min_member, "queue": "default"},
+    }
+
+
+async def ensure_default_queue(client: KubeClient) -> None:
+    body = msgspec.json.encode({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+        "metadata": {"name": "default"}, "spec": {"weight": 1, "reclaimable": True},
+    })  # fmt: skip
+    with contextlib.suppress(KubeError):  # 409: it exists
+        await client.post("/apis/scheduling.volcano.sh/v1beta1/queues", body)
+
+
+async def measure_precreated(
+    client: KubeClient, scheduler: Scheduler, args: argparse.Namespace, run: str, gang: int
+) -> dict[str, Any]:
+    """The protocol of issue 16: every pod (in PodGroups of ``gang`` when > 1) exists before
+    the scheduler starts; throughput counts from the first bind to the last; the scheduler's
+    CPU is read from /proc at the last bind (all it used since it started)."""
+    namespace = f"bench-{run}"
+    await new_namespace(client, namespace)
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    result: dict[str, Any] = {
+        "scheduler": scheduler.name,
+        "schedulerName": scheduler.scheduler_name,
+        "protocol": "precreated",
+        "gang": gang,
+    }
+    if isinstance(scheduler, KubeScheduler):
+        result["kube_api_qps"] = scheduler.qps or "default"
+    names = [f"pod-{i:05d}" for i in range(args.pods)]
+    manifests = [pod_manifest(n, scheduler.scheduler_name, run) for n in names]
+    if gang > 1:
+        await ensure_default_queue(client)
+        groups = [f"pg-{i:05d}" for i in range((args.pods + gang - 1) // gang)]
+        group_path = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups"
+        group_bodies = [msgspec.json.encode(podgroup_manifest(g, gang, run)) for g in groups]
+        await _create_all(client, group_path, group_bodies, args.concurrency)
+        for i, manifest in enumerate(manifests):
+            annotations = {"scheduling.k8s.io/group-name": groups[i // gang]}
+            manifest["metadata"]["annotations"] = annotations
+    began = time.time()
+    await _create_all(client, path, [msgspec.json.encode(m) for m in manifests], args.concurrency)
+    result["create_seconds"] = round(time.time() - began, 1)
+    log(f"{args.pods} pods created in {result['create_seconds']}s before {scheduler.name} starts")
+    watch = PodWatch(client, namespace)
+    watch.expected = args.pods
+    watcher = asyncio.create_task(watch.run())
+    try:
+        await asyncio.sleep(1.0)  # the watch has listed what exists
+        if isinstance(scheduler, CommandScheduler):
+            scheduler.namespace = namespace
+        result["load_before"] = [round(x, 2) for x in os.getloadavg()]
+        scheduler.start()
+        started = time.time()
+        timeout = args.timeout or max(120.0, args.pods / 20)
+        try:
+            await asyncio.wait_for(watch.all_bound.wait(), timeout)
+        except TimeoutError:
+            log(f"timed out: {watch.bound_count} bound")
+        cpu = cpu_seconds(scheduler.pid)  # from the process's start: its first listing too
+        bound = sorted(p.bound for p in watch.pods.values() if p.bound is not None)
+        span = bound[-1] - bound[0] if len(bound) > 1 else float("nan")
+        result.update({
+            "bound": len(bound),
+            "throughput_pods_per_s": round(len(bound) / span, 1) if span == span else 0.0,
+            "seconds_start_to_first_bind": round(bound[0] - started, 2) if bound else None,
+            "seconds_first_to_last_bind": round(span, 2),
+            "scheduler_cpu_seconds": round(cpu, 1),
+            "scheduler_cpu_ms_per_pod": round(cpu / len(bound) * 1000, 2) if bound else None,
+            "load_after": [round(x, 2) for x in os.getloadavg()],
+        })  # fmt: skip
+        log(f"{scheduler.name} precreated: {json.dumps(result)}")
+    finally:
+        await asyncio.to_thread(scheduler.stop)
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, KubeError):
+            await watcher
+    return result
+
+
+async def _create_all(client: KubeClient, path: str, bodies: list[bytes], concurrency: int) -> None:
+    queue = iter(bodies)
+
+    async def worker() -> None:
+        for body in queue:
+            await create_pod(client, path, body)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def run_precreated(bed: Testbed, args: argparse.Namespace) -> dict[str, Any]:
+    """Each scheduler in turn on the same bed: the minimal binder (``--ceiling``),
+    kube-scheduler on plain pods, asyncsched (or ``--external CMD``) on plain pods and on
+    PodGroups of ``--gang``; every figure also as a fraction of the ceiling."""
+    client = await connect(str(bed.kubeconfig))
+    try:
+        nodes_ready = await ensure_nodes(client, args.nodes)
+        plans: list[tuple[Scheduler, int]] = []
+        if args.ceiling:
+            plans.append((minimal_binder(bed, "minimal-binder"), 1))
+        if args.compare_kube_scheduler:
+            for qps in args.kube_scheduler_qps or [0]:
+                plans.append((KubeScheduler(bed, qps), 1))
+        if args.external:
+            argv = shlex.split(args.external)
+            external = CommandScheduler(
+                Path(argv[0]).name, argv, bed, args.scheduler_name, bed.dir / "external.log"
+            )
+            plans += [(external, 1)] + ([(external, args.gang)] if args.gang > 1 else [])
+        else:
+            kubeconfig = bed.kubeconfig
+            if args.rbac == "deploy":
+                kubeconfig = await install_scheduler_rbac(bed)
+            for gang in [1] + ([args.gang] if args.gang > 1 else []):
+                log_path = bed.dir / f"asyncsched-gang{gang}.log"
+                plans.append((AsyncSched(kubeconfig, log_path, args.scheduler_name, None), gang))
+        runs = []
+        stamp = time.strftime("%H%M%S")
+        for i, (scheduler, gang) in enumerate(plans):
+            run = f"{stamp}-{i}-{scheduler.name}-g{gang}"
+            try:
+                runs.append(await measure_precreated(client, scheduler, args, run, gang))
+            finally:
+                await clean_namespace(client, f"bench-{run}")
+        ceiling = runs[0]["throughput_pods_per_s"] if args.ceiling and runs else 0.0
+        for figures in runs:
+            if ceiling:
+                share = figures["throughput_pods_per_s"] / ceiling
+                figures["fraction_of_ceiling"] = round(share, 3)
+        return {"nodes_ready": nodes_ready, "runs": runs}
+    finally:
+        await client.close()
+
+
 async def run_all(bed: Testbed, args: argparse.Namespace) -> dict[str, Any]:
     client = await connect(str(bed.kubeconfig))
     try:
@@ -665,7 +875,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=1000, help="pods in the burst (0: none)")
     parser.add_argument("--scheduler-name", default="asyncsched", help="pods' schedulerName")
     parser.add_argument(
-        "--external", action="store_true", help="do not start a scheduler: one is running"
+        "--external",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="CMD",
+        help="alone: start no scheduler, one is running; with CMD (one string, split as a "
+        "shell would; {kubeconfig}, {namespace}, {scheduler_name} filled in): start CMD as "
+        "the scheduler and measure it as the others",
+    )
+    parser.add_argument(
+        "--precreate",
+        action="store_true",
+        help="issue 16's protocol: create every pod before the scheduler starts, count from "
+        "the first bind, one scheduler after the other on the same bed",
+    )
+    parser.add_argument("--gang", type=int, default=1, help="with --precreate: PodGroups of N")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="with --precreate: first measure benchmarks/minimal_binder.py, which decides nothing",
     )
     parser.add_argument("--bed", type=Path, help="a bed's directory: reuse it (start it there)")
     parser.add_argument("--lone", type=int, default=0, help="pods created one at a time first")
@@ -684,6 +913,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true",
                         help="py-spy asyncsched during the lone pods and the burst")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.precreate and args.external is True:
+        parser.error("--precreate needs --external CMD (the command that runs the scheduler)")
     if args.installed and args.source.resolve() != ROOT:
         parser.error("--installed and --source exclude each other")
     measured: dict[str, Any] = {}
@@ -706,7 +937,8 @@ def main(argv: list[str] | None = None) -> int:
         bed.start()
     started = time.time()
     try:
-        figures = asyncio.run(run_all(bed, args))
+        runner = run_precreated if args.precreate else run_all
+        figures = asyncio.run(runner(bed, args))
     finally:
         if own_bed:
             bed.stop()
@@ -723,6 +955,9 @@ def main(argv: list[str] | None = None) -> int:
         **measured,
         **figures,
     }
+    if args.precreate:
+        print(json.dumps(report))
+        return 0
     ours = figures["runs"][0].get("burst", {}).get("throughput_pods_per_s", 0.0)
     for run in figures["runs"][1:]:
         theirs = run.get("burst", {}).get("throughput_pods_per_s", 0.0)

@@ -1,0 +1,104 @@
+"""The cheapest binder that can be written here: the ceiling a scheduler cannot pass.
+
+    python benchmarks/minimal_binder.py --kubeconfig KC --namespace NS --scheduler-name NAME
+
+Makes no decision: it lists the pending pods of NAME in NS (paged, one field-selected
+list), binds each to the next Ready KWOK node in turn (round-robin over their names),
+``--concurrency`` binds in flight over one reused connection pool, and lists again until
+none is left pending; then it waits to be stopped. Started by ``e2e_throughput.py
+--ceiling`` the same way as the schedulers it measures, so the binds per second it
+reaches is what the API server, etcd and KWOK on this machine can take.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import signal
+import sys
+from pathlib import Path
+
+import msgspec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from asyncsched.backends.kube.client import KubeClient, KubeError, connect
+
+
+class _Meta(msgspec.Struct):
+    name: str = ""
+    uid: str = ""
+
+
+class _Item(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+class _ListMeta(msgspec.Struct):
+    cont: str = msgspec.field(default="", name="continue")
+
+
+class _List(msgspec.Struct):
+    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+    items: list[_Item] = []
+
+
+async def _listed(client: KubeClient, path: str, params: dict[str, str]) -> list[_Item]:
+    found: list[_Item] = []
+    page = {**params, "limit": "1000"}
+    while True:
+        answer = msgspec.json.decode(await client.get(path, page), type=_List)
+        found.extend(answer.items)
+        if not answer.metadata.cont:
+            return found
+        page = {**params, "limit": "1000", "continue": answer.metadata.cont}
+
+
+async def bind_all(args: argparse.Namespace) -> None:
+    client = await connect(args.kubeconfig)
+    try:
+        nodes = sorted(
+            n.metadata.name
+            for n in await _listed(client, "/api/v1/nodes", {"labelSelector": "type=kwok"})
+        )
+        turn = itertools.cycle(nodes)
+        slots = asyncio.Semaphore(args.concurrency)
+        path = f"/api/v1/namespaces/{args.namespace}/pods"
+        selector = f"spec.nodeName=,spec.schedulerName={args.scheduler_name}"
+
+        async def bind(pod: _Item, node: str) -> None:
+            body = msgspec.json.encode({
+                "apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": pod.metadata.name, "uid": pod.metadata.uid},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+            })  # fmt: skip
+            async with slots:
+                try:
+                    await client.post(f"{path}/{pod.metadata.name}/binding", body)
+                except KubeError as exc:
+                    print(f"bind {pod.metadata.name}: {exc}", file=sys.stderr)
+
+        while True:
+            pending = await _listed(client, path, {"fieldSelector": selector})
+            if pending:
+                await asyncio.gather(*(bind(pod, next(turn)) for pod in pending))
+            else:
+                await asyncio.sleep(0.2)
+    finally:
+        await client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--scheduler-name", required=True)
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    asyncio.run(bind_all(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -360,3 +360,41 @@ def full_of_low_priority(nodes: int, running: int, waiting: int) -> ClusterCache
             cache.upsert_podgroup(podgroup(name, namespace=q, queue=q, priority_class=pc))
             cache.upsert_pod(pod(name, cpu="2", memory="4Gi", namespace=q, group=name))
     return cache
+
+
+def vgpu_node(
+    name: str, cards: list[tuple[str, int, int, str]], cpu: str = "32", memory: str = "128Gi"
+) -> Node:
+    """A node whose vGPU device plugin registered ``cards`` as (uuid, share count, memory
+    MiB, type), the way HAMi's does (``volcano.sh/node-vgpu-register``)."""
+    from asyncsched.model.devices import VGPU_REGISTER, encode_register
+
+    made = node(name, cpu, memory)
+    made.metadata.annotations[VGPU_REGISTER] = encode_register(cards)
+    return made
+
+
+def vgpu_pod(
+    name: str,
+    number: int = 1,
+    memory: int = 0,
+    cores: int = 0,
+    *,
+    percentage: int = 0,
+    **kwargs: Any,
+) -> Pod:
+    """A pod asking for vGPU cards: ``number`` cards, ``memory`` MiB and ``cores`` percent
+    of each (0 leaves the resource out; ``number=0`` is written out when anything else is)."""
+    made = pod(name, "1", "1Gi", **kwargs)
+    wants: dict[str, str | int | float] = {}
+    if number or memory or cores or percentage:
+        wants["volcano.sh/vgpu-number"] = number
+    if memory:
+        wants["volcano.sh/vgpu-memory"] = memory
+    if cores:
+        wants["volcano.sh/vgpu-cores"] = cores
+    if percentage:
+        wants["volcano.sh/vgpu-memory-percentage"] = percentage
+    made.spec.containers[0].resources.requests.update(wants)
+    made.spec.containers[0].resources.limits.update(wants)
+    return made

@@ -25,6 +25,7 @@ from asyncsched.model import (
     TaskInfo,
     TaskStatus,
 )
+from asyncsched.model.devices import GpuClaim, pod_gpu_claim
 from asyncsched.model.gcpause import gc_paused
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]
@@ -111,6 +112,8 @@ class ClusterCache:
         ):
             task.set_status(TaskStatus.BINDING)
             task.set_node(previous.node_name)
+            if task.gpu_claim is None and previous.gpu_claim is not None:
+                task.set_gpu_claim(previous.gpu_claim)
         if key in self._evicting and task.status in _EVICTABLE:
             task.set_status(TaskStatus.RELEASING)
         self._remove_task(key)
@@ -162,8 +165,9 @@ class ClusterCache:
 
     # -- binding -------------------------------------------------------------
 
-    def mark_binding(self, uid: str, node_name: str) -> bool:
-        """A bind was sent: hold the task on the node until the API server answers."""
+    def mark_binding(self, uid: str, node_name: str, gpu_claim: GpuClaim | None = None) -> bool:
+        """A bind was sent: hold the task on the node (on the cards ``gpu_claim`` names)
+        until the API server answers."""
         task = self.tasks.get(uid)
         if task is None or task.status is not TaskStatus.PENDING:
             return False
@@ -172,6 +176,8 @@ class ClusterCache:
             return False
         task.set_status(TaskStatus.BINDING)
         task.set_node(node_name)
+        if gpu_claim is not None:
+            task.set_gpu_claim(gpu_claim)
         node.add_task(task)
         changes = self.changes
         changes.tasks.add(uid)
@@ -191,6 +197,10 @@ class ClusterCache:
             node.remove_task(task)
         task.set_status(TaskStatus.PENDING)
         task.set_node("")
+        source = self.pods.get(uid)
+        claim = pod_gpu_claim(source, task.gpu_request) if source is not None else None
+        if task.gpu_claim is not claim:
+            task.set_gpu_claim(claim)
         self.generation += 1
 
     # -- eviction ------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from asyncsched.api import Condition
+from asyncsched.model.devices import GpuClaim
 
 __all__ = [
     "Bind",
@@ -26,6 +27,11 @@ class Bind:
     namespace: str
     name: str
     node: str
+    annotations: tuple[tuple[str, str], ...] = ()
+    """Written on the pod no later than the bind (the Binding carries them): the cards
+    chosen for it, as Volcano writes them for the device plugin."""
+    gpu_claim: GpuClaim | None = None
+    """The cards chosen (what ``annotations`` say): the cache holds them while it waits."""
 
 
 @dataclass(frozen=True)

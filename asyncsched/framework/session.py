@@ -69,6 +69,7 @@ from asyncsched.framework.waiting import (
 )
 from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
 from asyncsched.model.books import SettledTotals
+from asyncsched.model.devices import GpuClaim
 from asyncsched.model.hypernodes import HyperNodeInfo
 from asyncsched.model.task import has_pod_rules
 
@@ -158,6 +159,24 @@ class Session:
         """Tasks whose pods have rules about other pods (pod affinity or anti-affinity,
         topology spread, host ports), placed or not, by uid (read-only). Empty: no such
         rule is in play this session."""
+        self.gpu_chooser: Callable[[TaskInfo, NodeInfo], GpuClaim | None] | None = None
+        """Chooses the cards a task placed on a node gets (``choose_gpus``); set at session
+        open by the plugin that owns device sharing (deviceshare), None without one."""
+
+    def choose_gpus(self, task: TaskInfo, node: NodeInfo) -> GpuClaim | None:
+        """The cards ``task`` gets on ``node`` (called by the Statement as it places it).
+
+        The device plugin's chooser decides when one is set; without one, a plain
+        ``nvidia.com/gpu`` request takes whole cards of a plain inventory and other
+        requests take no card (the node's totals alone limit them, as in Volcano
+        without deviceshare).
+        """
+        if self.gpu_chooser is not None:
+            return self.gpu_chooser(task, node)
+        request, gpus = task.gpu_request, node.gpus
+        if request is None or gpus is None or not request.plain or gpus.source != "plain":
+            return None
+        return GpuClaim("plain", (), request.plain)
 
     def close(self) -> None:
         """Drop the plugins' callbacks and the per-session caches; the fields stay readable,
@@ -174,6 +193,7 @@ class Session:
         self._runners.clear()
         self._keys.clear()
         self._slots.clear()
+        self.gpu_chooser = None
 
     @property
     def shortcuts(self) -> bool:

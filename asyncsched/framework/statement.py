@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from asyncsched.framework.results import Bind, Eviction, Nomination
 from asyncsched.framework.session import Session
 from asyncsched.model import NodeInfo, TaskInfo, TaskStatus
+from asyncsched.model.devices import GpuClaim, claim_annotations
 
 __all__ = ["Statement"]
 
@@ -36,6 +37,8 @@ class _Operation:
     """For an eviction, the task (``namespace/name``) it makes room for."""
     nominate: bool = False
     """For a pipeline made room for by evictions: nominate the pod to the node."""
+    claim: GpuClaim | None = None
+    """For an allocate or pipeline, the cards the task held before (put back on undo)."""
 
 
 class Statement:
@@ -48,24 +51,32 @@ class Statement:
     def __len__(self) -> int:
         return len(self.operations)
 
-    def _move(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+    def _move(
+        self, task: TaskInfo, node: NodeInfo, status: TaskStatus, place: bool = False
+    ) -> None:
         node.remove_task(task)
         self.ssn.jobs[task.job].update_task_status(task, status)
         task.set_node(node.name)
+        if place and task.gpu_request is not None:
+            task.set_gpu_claim(self.ssn.choose_gpus(task, node))
         node.add_task(task)
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
-        """Place a pending task on a node with room for it now."""
-        self.operations.append(_Operation(_Op.ALLOCATE, task, node, task.status))
-        self._move(task, node, TaskStatus.ALLOCATED)
+        """Place a pending task on a node with room for it now (and on the cards the
+        session chooses, ``Session.choose_gpus``)."""
+        op = _Operation(_Op.ALLOCATE, task, node, task.status, claim=task.gpu_claim)
+        self.operations.append(op)
+        self._move(task, node, TaskStatus.ALLOCATED, place=True)
         self.ssn.fire_allocate(task)
 
     def pipeline(self, task: TaskInfo, node: NodeInfo, nominate: bool = False) -> None:
         """Promise a task the room that releasing tasks on the node will free; ``nominate``
         (the room comes from evictions made for it) sets the pod's nominated node at commit."""
-        op = _Operation(_Op.PIPELINE, task, node, task.status, nominate=nominate)
+        op = _Operation(
+            _Op.PIPELINE, task, node, task.status, nominate=nominate, claim=task.gpu_claim
+        )
         self.operations.append(op)
-        self._move(task, node, TaskStatus.PIPELINED)
+        self._move(task, node, TaskStatus.PIPELINED, place=True)
         self.ssn.fire_allocate(task)
 
     def evict(self, task: TaskInfo, reason: str, preemptor: TaskInfo | None = None) -> None:
@@ -96,6 +107,8 @@ class Statement:
                 self.ssn.fire_allocate(task)
             else:
                 task.set_node("")
+                if task.gpu_claim is not op.claim:
+                    task.set_gpu_claim(op.claim)
                 self.ssn.fire_deallocate(task)
 
     def discard(self) -> None:
@@ -124,7 +137,7 @@ class Statement:
                     node.remove_task(task)
                     self.ssn.jobs[task.job].update_task_status(task, TaskStatus.BINDING)
                     node.add_task(task)
-                result.binds.append(Bind(task.uid, task.namespace, task.name, op.node.name))
+                result.binds.append(self._bind(task, op.node))
             elif op.op is _Op.EVICT:
                 self.ssn.evicted_from.add(task.job)
                 result.evictions.append(
@@ -135,3 +148,12 @@ class Statement:
                     Nomination(task.uid, task.namespace, task.name, op.node.name)
                 )
         self.operations.clear()
+
+    def _bind(self, task: TaskInfo, node: NodeInfo) -> Bind:
+        claim, gpus = task.gpu_claim, node.gpus
+        if claim is None or gpus is None:
+            return Bind(task.uid, task.namespace, task.name, node.name)
+        notes = claim_annotations(claim, gpus, node.name, int(self.ssn.now))
+        return Bind(
+            task.uid, task.namespace, task.name, node.name, tuple(sorted(notes.items())), claim
+        )

@@ -11,6 +11,7 @@ import numpy.typing as npt
 from asyncsched.api import Node
 from asyncsched.api.core import Taint
 from asyncsched.api.quantity import to_units
+from asyncsched.model.devices import GpuUse, NodeGpus, device_allocatable, node_gpus
 from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.node_table import DEFAULT_MAX_PODS, NodeTable, Vector
 from asyncsched.model.resource import PODS, Resource
@@ -20,12 +21,17 @@ from asyncsched.model.task import TaskInfo
 __all__ = ["NodeFlags", "NodeInfo", "node_allocatable"]
 
 
-def node_allocatable(node: Node) -> tuple[Resource, int]:
-    """(allocatable without pods, max pods); capacity stands in when allocatable is absent."""
+def node_allocatable(node: Node, gpus: NodeGpus | None = None) -> tuple[Resource, int]:
+    """(allocatable without pods, max pods); capacity stands in when allocatable is absent.
+    A vGPU inventory (``gpus``) supplies the vGPU totals the Node does not list."""
     source = dict(node.status.allocatable or node.status.capacity)
     pods_quantity = source.pop(PODS, None)
     max_pods = to_units(PODS, pods_quantity) if pods_quantity is not None else DEFAULT_MAX_PODS
-    return Resource.from_quantities(source), max_pods
+    found = Resource.from_quantities(source)
+    extra = {k: v for k, v in device_allocatable(gpus).items() if k not in source}
+    if extra:
+        found = found + Resource(extra)
+    return found, max_pods
 
 
 class NodeInfo(Tracked):
@@ -38,6 +44,8 @@ class NodeInfo(Tracked):
     """
 
     __slots__ = (
+        "gpu_use",
+        "gpus",
         "labels",
         "max_pods",
         "name",
@@ -51,7 +59,11 @@ class NodeInfo(Tracked):
     )
 
     def __init__(self, node: Node, table: NodeTable) -> None:
-        allocatable, max_pods = node_allocatable(node)
+        self.gpus: NodeGpus | None = node_gpus(node)
+        """The node's cards (immutable), None if it declares none (``asyncsched.model.devices``)."""
+        self.gpu_use: GpuUse | None = GpuUse(self.gpus) if self.gpus is not None else None
+        """What the node's tasks hold of each card; changes only with the tasks."""
+        allocatable, max_pods = node_allocatable(node, self.gpus)
         self.name = node.metadata.name
         self.node = node
         self.labels = node.metadata.labels
@@ -67,8 +79,14 @@ class NodeInfo(Tracked):
 
     def update(self, node: Node) -> None:
         """Take a newer version of the Node object, keeping the tasks on it."""
-        allocatable, max_pods = node_allocatable(node)
+        gpus = node_gpus(node)
+        allocatable, max_pods = node_allocatable(node, gpus)
         self.touch()
+        if gpus != self.gpus:
+            self.gpus = gpus
+            self.gpu_use = GpuUse(gpus) if gpus is not None else None
+            for task in self.tasks.values():
+                self._book_gpus(task)
         self.node = node
         self.labels = node.metadata.labels
         self.taints = node.spec.taints
@@ -86,6 +104,8 @@ class NodeInfo(Tracked):
         twin.table = table
         twin.row = row
         twin.tasks = {}
+        if self.gpu_use is not None:
+            twin.gpu_use = self.gpu_use.copy()
         twin.touched = False
         twin.journal = journal
         return twin
@@ -131,6 +151,12 @@ class NodeInfo(Tracked):
             self.touch()
         self._book(status, self.table.vector(task.resreq), +1)
         self.tasks[task.uid] = task
+        if task.gpu_claim is not None:
+            self._book_gpus(task)
+
+    def _book_gpus(self, task: TaskInfo) -> None:
+        if self.gpu_use is not None and task.gpu_claim is not None:
+            self.gpu_use.book(task.uid, task.gpu_claim)
 
     def remove_task(self, task: TaskInfo) -> None:
         booked = self.tasks.pop(task.uid, None)
@@ -139,6 +165,8 @@ class NodeInfo(Tracked):
         if not self.touched:
             self.touch()
         self._book(booked.status, self.table.vector(booked.resreq), -1)
+        if self.gpu_use is not None:
+            self.gpu_use.release(booked.uid)
 
     def requeue(self, task: TaskInfo) -> None:
         """Move a booked task to the end of ``tasks`` (as remove then add would), leaving the

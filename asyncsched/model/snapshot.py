@@ -113,6 +113,7 @@ _TASK_FIELDS = (
     "node_name",
     "creation",
     "preemptable",
+    "gpu_claim",
     "touched",
 )
 _JOB_FIELDS = (
@@ -141,6 +142,8 @@ _NODE_FIELDS = (
     "unschedulable",
     "ready",
     "max_pods",
+    "gpus",
+    "gpu_use",
     "row",
     "touched",
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from asyncsched.api import Pod
 from asyncsched.api.core import Container
+from asyncsched.model.devices import GpuClaim, GpuRequest, pod_gpu_claim, pod_gpu_request
 from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.resource import Resource
 from asyncsched.model.status import TaskStatus, status_of_pod
@@ -121,6 +122,8 @@ class TaskInfo(Tracked):
     __slots__ = (
         "best_effort",
         "creation",
+        "gpu_claim",
+        "gpu_request",
         "init_resreq",
         "job",
         "name",
@@ -151,6 +154,8 @@ class TaskInfo(Tracked):
         creation: float = 0.0,
         preemptable: bool = True,
         pod: Pod | None = None,
+        gpu_request: GpuRequest | None = None,
+        gpu_claim: GpuClaim | None = None,
     ) -> None:
         self.uid = uid
         self.name = name
@@ -166,12 +171,23 @@ class TaskInfo(Tracked):
         self.creation = creation
         self.preemptable = preemptable
         self.pod = pod if pod is not None else Pod()
+        self.gpu_request = gpu_request
+        """What the pod asks of GPU cards (from its spec), None if no GPU."""
+        self.gpu_claim = gpu_claim
+        """The cards it holds on its node: from its annotations, or chosen in a session."""
         self.touched = False
         self.journal = None
 
     def set_status(self, value: TaskStatus) -> None:
         """Change the status; the task is marked touched (the only way to change it)."""
         self.status = value
+        if not self.touched:
+            self.touch()
+
+    def set_gpu_claim(self, claim: GpuClaim | None) -> None:
+        """Change the cards held; the task is marked touched. Book it off its node first:
+        the node releases what the task booked, whatever its claim says now."""
+        self.gpu_claim = claim
         if not self.touched:
             self.touch()
 
@@ -194,8 +210,16 @@ class TaskInfo(Tracked):
         meta = pod.metadata
         if previous is not None and _same_requests(previous.pod, pod):
             resreq, init_resreq = previous.resreq, previous.init_resreq
+            gpu_request = previous.gpu_request
         else:
             resreq, init_resreq = pod_requests(pod)
+            gpu_request = pod_gpu_request(pod, resreq.names())
+        if gpu_request is None:
+            gpu_claim = None
+        elif previous is not None and previous.pod.metadata.annotations is meta.annotations:
+            gpu_claim = previous.gpu_claim
+        else:
+            gpu_claim = pod_gpu_claim(pod, gpu_request)
         if previous is not None and previous.pod.metadata.creation_timestamp == (
             meta.creation_timestamp
         ):
@@ -218,6 +242,8 @@ class TaskInfo(Tracked):
             creation=creation,
             preemptable=pod_preemptable(pod),
             pod=pod,
+            gpu_request=gpu_request,
+            gpu_claim=gpu_claim,
         )
 
     def clone(self, journal: Journal | None = None) -> TaskInfo:
@@ -226,6 +252,8 @@ class TaskInfo(Tracked):
         # Unrolled (a loop over __slots__ costs twice as much, once per task per snapshot).
         twin.best_effort = self.best_effort
         twin.creation = self.creation
+        twin.gpu_claim = self.gpu_claim
+        twin.gpu_request = self.gpu_request
         twin.init_resreq = self.init_resreq
         twin.job = self.job
         twin.name = self.name
@@ -245,12 +273,13 @@ class TaskInfo(Tracked):
     def reset_from(self, source: TaskInfo) -> None:
         """Make this copy of ``source`` equal to a fresh one, untouched.
 
-        Only ``status`` and ``node_name`` change after a copy is made (by the
+        Only ``status``, ``node_name`` and ``gpu_claim`` change after a copy is made (by the
         session, through the setters that mark it touched, or by the cache on its
         own object), so these are all that can differ from a fresh copy.
         """
         self.status = source.status
         self.node_name = source.node_name
+        self.gpu_claim = source.gpu_claim
         self.touched = False
 
     @property

@@ -31,6 +31,15 @@ class _BindingMeta(msgspec.Struct, omit_defaults=True):
     name: str
     namespace: str
     uid: str = ""
+    annotations: dict[str, str] = {}
+
+
+class _PatchMeta(msgspec.Struct):
+    annotations: dict[str, str]
+
+
+class _AnnotationPatch(msgspec.Struct):
+    metadata: _PatchMeta
 
 
 class _Binding(msgspec.Struct):
@@ -59,8 +68,12 @@ class Binder:
         self.sent = 0
         self.failed = 0
 
-    def submit(self, namespace: str, name: str, uid: str, node: str) -> None:
-        task = asyncio.create_task(self._bind(namespace, name, uid, node))
+    def submit(
+        self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
+    ) -> None:
+        """Bind in the background; ``annotations`` (the cards chosen) are written on the pod
+        first, then carried by the Binding too (the API server merges them with the node)."""
+        task = asyncio.create_task(self._bind(namespace, name, uid, node, annotations))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -69,7 +82,9 @@ class Binder:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def _bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+    async def _bind(
+        self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
+    ) -> None:
         key = f"{namespace}/{name}"
         async with self._slots:
             if not self._may_bind():
@@ -77,11 +92,18 @@ class Binder:
                 return
             body = msgspec.json.encode(
                 _Binding(
-                    metadata=_BindingMeta(name=name, namespace=namespace, uid=uid),
+                    metadata=_BindingMeta(
+                        name=name, namespace=namespace, uid=uid, annotations=annotations
+                    ),
                     target=_Target(name=node),
                 )
             )
             try:
+                if annotations:
+                    await self.client.patch(
+                        f"/api/v1/namespaces/{namespace}/pods/{name}",
+                        msgspec.json.encode(_AnnotationPatch(_PatchMeta(annotations))),
+                    )
                 await self.client.post(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
             except KubeError as exc:
                 self.failed += 1

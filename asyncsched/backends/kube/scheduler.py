@@ -406,9 +406,11 @@ class KubeScheduler(Effects):
 
     def bind(self, bind: Bind) -> bool:
         pod = self.cache.pods.get(bind.uid)
-        if pod is None or not self.cache.mark_binding(bind.uid, bind.node):
+        if pod is None or not self.cache.mark_binding(bind.uid, bind.node, bind.gpu_claim):
             return False
-        self.binder.submit(bind.namespace, bind.name, pod.metadata.uid, bind.node)
+        self.binder.submit(
+            bind.namespace, bind.name, pod.metadata.uid, bind.node, dict(bind.annotations)
+        )
         self._bind_sent[bind.uid] = time.perf_counter()
         return True
 

@@ -180,7 +180,8 @@ class SimScheduler(Effects):
 
     def bind(self, bind: Bind) -> bool:
         """Set nodeName, as the binding subresource does: only on the pod decided on
-        (same uid), only if it is not bound yet, only to a node that exists."""
+        (same uid), only if it is not bound yet, only to a node that exists; the bind's
+        annotations (the cards chosen) land on the pod with it."""
         key = bind.uid
         pod = self.store.get(Pod, key)
         decided = self.cache.pods.get(key)
@@ -190,12 +191,19 @@ class SimScheduler(Effects):
             or pod.metadata.uid != decided.metadata.uid
             or pod.spec.node_name
             or self.store.get(Node, bind.node) is None
-            or not self.cache.mark_binding(key, bind.node)
+            or not self.cache.mark_binding(key, bind.node, bind.gpu_claim)
         ):
             self.cache.bind_failed(key)
             return False
         spec = msgspec.structs.replace(pod.spec, node_name=bind.node)
-        self.store.update(msgspec.structs.replace(pod, spec=spec), actor=SCHEDULER)
+        bound = msgspec.structs.replace(pod, spec=spec)
+        if bind.annotations:
+            meta = pod.metadata
+            notes = {**meta.annotations, **dict(bind.annotations)}
+            bound = msgspec.structs.replace(
+                bound, metadata=msgspec.structs.replace(meta, annotations=notes)
+            )
+        self.store.update(bound, actor=SCHEDULER)
         self.reasons.pop(key, None)
         return True
 

@@ -7,6 +7,7 @@ from asyncsched.framework.plugin import PluginBuilder
 from asyncsched.plugins.binpack import BinpackPlugin
 from asyncsched.plugins.capacity import CapacityPlugin
 from asyncsched.plugins.conformance import ConformancePlugin
+from asyncsched.plugins.deviceshare import DeviceSharePlugin
 from asyncsched.plugins.drf import DrfPlugin
 from asyncsched.plugins.gang import GangPlugin
 from asyncsched.plugins.network_topology_aware import NetworkTopologyAwarePlugin
@@ -34,6 +35,7 @@ BUILTIN_PLUGINS: dict[str, PluginBuilder] = {
         PdbPlugin,
         NetworkTopologyAwarePlugin,
         TaskTopologyPlugin,
+        DeviceSharePlugin,
     )
 }
 

@@ -73,7 +73,7 @@ def fit_cards(
     if request.plain and gpus is not None and use is not None and gpus.source == "plain":
         free = use.idle_cards()
         if free < request.plain:
-            return f"{request.plain} whole GPUs wanted, {free} free"
+            return f"wants {request.plain} whole GPUs, {free} free"
         return Fit(GpuClaim("plain", (), request.plain), 0.0)
     return None
 
@@ -105,7 +105,7 @@ def _vgpu(
     score = 0.0
     for container, ask in enumerate(request.vgpu):
         if ask.number > len(cards):
-            return f"{ask.number} cards wanted, the node has {len(cards)}"
+            return f"wants {ask.number} GPUs, the node has {len(cards)}"
         wanted = ask.number
         typed = uuid_ok = False
         for i in _order(cards, memory, sharers, policy):
@@ -149,10 +149,10 @@ def _vgpu(
                 return f"no GPU matches {listed} {NO_USE_UUID}={','.join(sorted(deny))!r}"
             if not typed:
                 return "no GPU of the model the pod asks for (nvidia.com/use-gputype)"
+            each = f"{ask.memory}MiB" if ask.percentage == 101 else f"{ask.percentage}%"
             return (
-                f"not enough room on the GPUs: {ask.number} card(s) with "
-                f"{ask.memory if ask.percentage == 101 else str(ask.percentage) + '%'}"
-                f"{'MiB' if ask.percentage == 101 else ''} memory and {ask.cores} cores wanted"
+                f"not enough room on the GPUs for {ask.number} card(s) of {each} memory "
+                f"and {ask.cores} cores"
             )
     return Fit(GpuClaim("vgpu", tuple(shares), 0, len(request.vgpu)), score)
 
@@ -168,7 +168,7 @@ def _gpushare(request: GpuRequest, gpus: NodeGpus | None, use: GpuUse | None) ->
         return f"no GPU with {request.share_memory}MiB of memory free"
     idle = [c for i, c in enumerate(gpus.cards) if not use.sharers[i]]
     if len(idle) < request.share_number:
-        return f"{request.share_number} idle GPUs wanted, {len(idle)} idle"
+        return f"wants {request.share_number} idle GPUs, {len(idle)} idle"
     chosen = idle[: request.share_number]
     return Fit(GpuClaim("gpushare", tuple(CardShare("", c.index, 0, 0, True) for c in chosen)), 0.0)
 

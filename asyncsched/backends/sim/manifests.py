@@ -36,6 +36,7 @@ from asyncsched.backends.sim.checks import (
     check_something_to_schedule,
     check_workloads,
 )
+from asyncsched.backends.sim.devices import check_device_references, check_pod_gpus, with_gpus
 from asyncsched.backends.sim.fields import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
@@ -127,6 +128,8 @@ def parse_manifests(text: str, source: str, warnings: list[str] | None = None) -
         where = f"{source}: {_describe(obj)}"
         check_quantities(obj, where)
         check_object(obj, where)
+        check_pod_gpus(obj, where)
+        obj = with_gpus(obj, where)
         if warnings is not None:
             warnings.extend(f"{where}: {caveat}" for caveat in caveats(obj))
         obj = with_volcano_defaults(obj)
@@ -154,6 +157,7 @@ def check_references(manifests: list[Manifest]) -> None:
             if group and (m.obj.metadata.namespace, group) not in groups:
                 raise ManifestError(f"{m.source}: names PodGroup {group!r}, which is not declared")
     check_workloads(manifests)
+    check_device_references(manifests)
 
 
 def _documents(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -20,14 +20,14 @@ from asyncsched.backends.sim.fields import ManifestError, template_pod_spec
 from asyncsched.backends.sim.objects import Deployment, Manifest, SimObject
 from asyncsched.model.node import node_allocatable
 
-__all__ = ["check_node_totals", "check_quantities"]
+__all__ = ["check_node_totals", "check_quantities", "pod_specs"]
 
 
 def check_quantities(obj: SimObject, where: str) -> None:
     """Each quantity of ``obj`` readable, within bounds and not negative; each pod's
     total request (its containers, or its largest init container, plus overhead) too."""
     try:
-        specs = list(_pod_specs(obj))
+        specs = list(pod_specs(obj))
     except ManifestError as exc:
         raise ManifestError(f"{where}: {exc}") from None
     for at, spec in specs:
@@ -91,7 +91,7 @@ def check_node_totals(manifests: Sequence[Manifest]) -> None:
                     )
 
 
-def _pod_specs(obj: SimObject) -> Iterator[tuple[str, PodSpec]]:
+def pod_specs(obj: SimObject) -> Iterator[tuple[str, PodSpec]]:
     if isinstance(obj, Pod):
         yield "spec", obj.spec
     elif isinstance(obj, Job):

@@ -14,6 +14,7 @@ from typing import Any
 
 from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Pod, PodGroup, Queue
 from asyncsched.api.core import ContainerStatus
+from asyncsched.backends.sim.gpu_meter import GpuMeter
 from asyncsched.backends.sim.objects import Deployment
 from asyncsched.backends.sim.store import KINDS, Note, ObjectStore, WatchEvent
 from asyncsched.backends.sim.usage import UsageMeter
@@ -129,6 +130,8 @@ class Recorder:
         self.podgroups_submitted: dict[str, float] = {}
         self.jobs: dict[str, JobRecord] = {}
         self.usage = UsageMeter()
+        self.gpus = GpuMeter()
+        """What running pods held of each GPU card."""
         self._running: set[str] = set()
         store.watch(KINDS, self._changed)
         store.watch_notes(self._noted)
@@ -260,12 +263,14 @@ class Recorder:
         self._running.add(key)
         self.usage.advance(self.clock())
         self.usage.start(key, pod_requests(pod)[0], record.queue, pod.spec.node_name)
+        self.gpus.start(key, pod, self.clock())
 
     def _stop(self, key: str) -> None:
         if key in self._running:
             self._running.discard(key)
             self.usage.advance(self.clock())
             self.usage.stop(key)
+            self.gpus.stop(key, self.clock())
 
     def _podgroup(self, change: WatchEvent) -> None:
         pg: PodGroup = change.obj
@@ -317,6 +322,7 @@ class Recorder:
             if kind == "Node":
                 self.usage.advance(self.clock())
                 self.usage.add_capacity(node_allocatable(change.obj)[0], meta.name)
+                self.gpus.add_node(change.obj)
             event = "submitted" if change.actor == USER else "created"
             extra = {"reason": change.obj.action} if kind == "Command" else {}
             self.emit(event, kind, meta.namespace, meta.name, **extra)

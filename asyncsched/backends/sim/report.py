@@ -16,6 +16,7 @@ import msgspec
 from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queue
 from asyncsched.api.quantity import format_units
 from asyncsched.api.topology import HyperNode
+from asyncsched.backends.sim.gpu_meter import GpuRow
 from asyncsched.backends.sim.recorder import JobRecord, PodRecord, queue_of, shown_as
 from asyncsched.backends.sim.simulation import Outcome, Simulation, Stuck
 from asyncsched.backends.sim.usage import GPU
@@ -105,6 +106,8 @@ class SimReport:
     stuck: list[Stuck]
     configuration_errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    gpus: list[GpuRow] = field(default_factory=list)
+    """Every GPU card of a node that declares them, with what pods held of it."""
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
@@ -137,6 +140,7 @@ class SimReport:
         lines += self._queue_lines()
         lines += self._job_lines()
         lines += self._network_lines()
+        lines += self._gpu_lines()
         if self.stuck:
             lines.append(f"waiting when the run ended ({len(self.stuck)}):")
             for stuck in self.stuck[:SHOWN_ROWS]:
@@ -194,6 +198,26 @@ class SimReport:
                 lines.append(f"  {'':<{width}}  {j.reason}")
         if len(self.jobs) > SHOWN_ROWS:
             lines.append(f"  ... and {len(self.jobs) - SHOWN_ROWS} more (--summary-json)")
+        return lines
+
+    def _gpu_lines(self) -> list[str]:
+        if not self.gpus:
+            return []
+        width = max(4, *(len(g.node) for g in self.gpus[:SHOWN_ROWS])) + 2
+        model = max(5, *(len(g.model) for g in self.gpus[:SHOWN_ROWS])) + 2
+        lines = [
+            "gpus (what running pods held of each card: at most, and cores on average):",
+            f"  {'NODE':<{width}}{'CARD':>4}  {'MODEL':<{model}}{'MEMORY MiB':>16}"
+            f"{'CORES':>7}{'PODS':>6}{'MEAN CORES':>12}",
+        ]
+        for g in self.gpus[:SHOWN_ROWS]:
+            memory = f"{g.peak_memory}/{g.memory}" if g.memory else "-"
+            lines.append(
+                f"  {g.node:<{width}}{g.index:>4}  {g.model:<{model}}{memory:>16}"
+                f"{g.peak_cores:>7}{g.most_pods:>6}{g.mean_cores:>12.1%}"
+            )
+        if len(self.gpus) > SHOWN_ROWS:
+            lines.append(f"  ... and {len(self.gpus) - SHOWN_ROWS} more (--summary-json)")
         return lines
 
     def _network_lines(self) -> list[str]:
@@ -309,6 +333,7 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
         stuck=outcome.stuck,
         configuration_errors=list(outcome.config_errors),
         warnings=list(outcome.warnings),
+        gpus=recorder.gpus.rows(outcome.end),
     )
 
 

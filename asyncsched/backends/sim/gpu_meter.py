@@ -1,0 +1,102 @@
+"""Per-card use over a run: what the running pods held of each GPU, at peak and on average.
+
+Fed by the recorder as nodes appear and pods start and stop; the cards a pod
+holds are read from its annotations (the allocation the scheduler wrote on the
+bind), through the same books the scheduler keeps (``GpuUse``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from asyncsched.api import Node, Pod
+from asyncsched.model.devices import CARD_CORES, GpuUse, node_gpus, pod_gpu_claim, pod_gpu_request
+from asyncsched.model.task import pod_requests
+
+__all__ = ["GpuMeter", "GpuRow"]
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """One card's use over the run."""
+
+    node: str
+    index: int
+    uuid: str
+    model: str
+    memory: int
+    """MiB (0: unknown)."""
+    peak_memory: int
+    peak_cores: int
+    most_pods: int
+    mean_cores: float
+    """Mean share of its 100 cores held, over the run."""
+
+
+@dataclass
+class _Card:
+    peak_memory: int = 0
+    peak_cores: int = 0
+    most_pods: int = 0
+    core_seconds: float = 0.0
+
+
+@dataclass
+class GpuMeter:
+    books: dict[str, GpuUse] = field(default_factory=dict)
+    cards: dict[str, list[_Card]] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)
+    """Node of each running pod holding cards."""
+    last: float = 0.0
+
+    def add_node(self, node: Node) -> None:
+        gpus = node_gpus(node)
+        name = node.metadata.name
+        if gpus is not None and name not in self.books:
+            self.books[name] = GpuUse(gpus)
+            self.cards[name] = [_Card() for _ in gpus.cards]
+
+    def advance(self, now: float) -> None:
+        span = now - self.last
+        if span > 0:
+            for name, use in self.books.items():
+                for card, cores in zip(self.cards[name], use.cores, strict=True):
+                    card.core_seconds += cores * span
+        self.last = max(self.last, now)
+
+    def start(self, key: str, pod: Pod, now: float) -> None:
+        use = self.books.get(pod.spec.node_name)
+        if use is None:
+            return
+        claim = pod_gpu_claim(pod, pod_gpu_request(pod, pod_requests(pod)[0].names()))
+        if claim is None:
+            return
+        self.advance(now)
+        use.book(key, claim)
+        self.where[key] = pod.spec.node_name
+        for card, memory, cores, pods in zip(
+            self.cards[pod.spec.node_name], use.memory, use.cores, use.sharers, strict=True
+        ):
+            card.peak_memory = max(card.peak_memory, memory)
+            card.peak_cores = max(card.peak_cores, cores)
+            card.most_pods = max(card.most_pods, pods)
+
+    def stop(self, key: str, now: float) -> None:
+        node = self.where.pop(key, None)
+        if node is not None:
+            self.advance(now)
+            self.books[node].release(key)
+
+    def rows(self, end: float) -> list[GpuRow]:
+        self.advance(end)
+        found = []
+        for name, use in sorted(self.books.items()):
+            for gpu, card in zip(use.gpus.cards, self.cards[name], strict=True):
+                mean = card.core_seconds / (CARD_CORES * end) if end > 0 else 0.0
+                found.append(
+                    GpuRow(
+                        name, gpu.index, gpu.uuid, gpu.model, gpu.memory,
+                        card.peak_memory, card.peak_cores, card.most_pods, mean,
+                    )
+                )  # fmt: skip
+        return found

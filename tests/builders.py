@@ -366,11 +366,18 @@ def vgpu_node(
     name: str, cards: list[tuple[str, int, int, str]], cpu: str = "32", memory: str = "128Gi"
 ) -> Node:
     """A node whose vGPU device plugin registered ``cards`` as (uuid, share count, memory
-    MiB, type), the way HAMi's does (``volcano.sh/node-vgpu-register``)."""
-    from asyncsched.model.devices import VGPU_REGISTER, encode_register
+    MiB, type), the way HAMi's does (``volcano.sh/node-vgpu-register``), with the totals
+    it advertises."""
+    from asyncsched.model.devices import (
+        VGPU_REGISTER,
+        device_allocatable,
+        encode_register,
+        node_gpus,
+    )
 
     made = node(name, cpu, memory)
     made.metadata.annotations[VGPU_REGISTER] = encode_register(cards)
+    made.status.allocatable.update(device_allocatable(node_gpus(made)))
     return made
 
 

@@ -211,8 +211,9 @@ def encode_register(cards: list[tuple[str, int, int, str]]) -> str:
 
 
 def device_allocatable(gpus: NodeGpus | None) -> dict[str, int]:
-    """The node-level totals of a vGPU inventory, for dimensions the Node does not list:
-    an upper bound the node table checks, the per-card fit being the device plugin's."""
+    """The node-level totals a vGPU inventory comes with (what HAMi's device plugin
+    advertises, plus ``vgpu-memory-percentage`` for pods asking a share of memory): for
+    the simulator's shorthand and tests, which have no device plugin to write them."""
     if gpus is None or gpus.source != "vgpu":
         return {}
     usable = [c for c in gpus.cards if c.healthy]

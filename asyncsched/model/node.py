@@ -11,7 +11,7 @@ import numpy.typing as npt
 from asyncsched.api import Node
 from asyncsched.api.core import Taint
 from asyncsched.api.quantity import to_units
-from asyncsched.model.devices import GpuUse, NodeGpus, device_allocatable, node_gpus
+from asyncsched.model.devices import GpuUse, NodeGpus, node_gpus
 from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.node_table import DEFAULT_MAX_PODS, NodeTable, Vector
 from asyncsched.model.resource import PODS, Resource
@@ -21,17 +21,14 @@ from asyncsched.model.task import TaskInfo
 __all__ = ["NodeFlags", "NodeInfo", "node_allocatable"]
 
 
-def node_allocatable(node: Node, gpus: NodeGpus | None = None) -> tuple[Resource, int]:
+def node_allocatable(node: Node) -> tuple[Resource, int]:
     """(allocatable without pods, max pods); capacity stands in when allocatable is absent.
-    A vGPU inventory (``gpus``) supplies the vGPU totals the Node does not list."""
+    The vGPU totals (``volcano.sh/vgpu-number``...) are the node's own, as the device
+    plugin advertises them: the kubelet admits no pod beyond them."""
     source = dict(node.status.allocatable or node.status.capacity)
     pods_quantity = source.pop(PODS, None)
     max_pods = to_units(PODS, pods_quantity) if pods_quantity is not None else DEFAULT_MAX_PODS
-    found = Resource.from_quantities(source)
-    extra = {k: v for k, v in device_allocatable(gpus).items() if k not in source}
-    if extra:
-        found = found + Resource(extra)
-    return found, max_pods
+    return Resource.from_quantities(source), max_pods
 
 
 class NodeInfo(Tracked):
@@ -63,7 +60,7 @@ class NodeInfo(Tracked):
         """The node's cards (immutable), None if it declares none (``asyncsched.model.devices``)."""
         self.gpu_use: GpuUse | None = GpuUse(self.gpus) if self.gpus is not None else None
         """What the node's tasks hold of each card; changes only with the tasks."""
-        allocatable, max_pods = node_allocatable(node, self.gpus)
+        allocatable, max_pods = node_allocatable(node)
         self.name = node.metadata.name
         self.node = node
         self.labels = node.metadata.labels
@@ -80,7 +77,7 @@ class NodeInfo(Tracked):
     def update(self, node: Node) -> None:
         """Take a newer version of the Node object, keeping the tasks on it."""
         gpus = node_gpus(node)
-        allocatable, max_pods = node_allocatable(node, gpus)
+        allocatable, max_pods = node_allocatable(node)
         self.touch()
         if gpus != self.gpus:
             self.gpus = gpus

@@ -16,6 +16,7 @@ from typing import Any
 from tests.scenarios.properties import steering
 from tests.scenarios.properties.budgets import EvictionKeepsBudgets, NoEvictionRefused
 from tests.scenarios.properties.evictions import eviction_invariants
+from tests.scenarios.properties.gpus import GpusNeverOverfull
 from tests.scenarios.properties.invariants import (
     GangNeverPartial,
     Invariant,
@@ -43,6 +44,7 @@ def default_invariants(*, conformance: bool = True, pdb: bool = False) -> list[I
         RunEnds(jobs=steering.CHECK_PENDING_JOBS),
         NamesAndUidsUnique(uids=steering.CHECK_UIDS),
         NodesNeverOverfull(),
+        GpusNeverOverfull(),
         PlacementRespectsNode(),
         GangNeverPartial(pending_best_effort_ready=steering.BEST_EFFORT_COUNTS_READY),
         NoDoubleBinding(),

@@ -38,6 +38,8 @@ def evicting_configs(draw: st.DrawFn) -> str:
         second.append(share)
     if draw(st.integers(0, 2)) == 0:
         second.append("antistarvation")
+    if draw(st.booleans()):
+        second.append(draw(st.sampled_from(("deviceshare-binpack", "deviceshare-spread"))))
     first = draw(st.permutations(first))
     lines = [f'actions: "{draw(st.sampled_from(ACTIONS))}"', "tiers:"]
     for tier in (first, second):
@@ -53,6 +55,14 @@ def evicting_configs(draw: st.DrawFn) -> str:
                     "      antistarvation.waitingThreshold: 20s",
                     "      antistarvation.largeClusterShare: 0.1",
                     "      antistarvation.maxHold: 3m",
+                ]
+            elif name.startswith("deviceshare"):
+                lines += [
+                    "  - name: deviceshare",
+                    "    arguments:",
+                    "      deviceshare.VGPUEnable: true",
+                    f"      deviceshare.SchedulePolicy: {name.split('-')[1]}",
+                    "      deviceshare.ScheduleWeight: 10",
                 ]
             else:
                 lines.append(f"  - name: {name}")

@@ -31,6 +31,7 @@ __all__ = [
 
 ANNOTATION = "simulation.asyncsched.io/"
 GPU = "nvidia.com/gpu"
+VGPU = "volcano.sh/vgpu-"
 NAMESPACES = ("default", "team-a", "default", "team-a", "kube-system")
 """kube-system less often: its pods are critical (conformance never evicts them)."""
 PREEMPTABLE = "volcano.sh/preemptable"
@@ -108,6 +109,9 @@ def _node(draw: st.DrawFn, name: str) -> dict[str, Any]:
     if gpus is not None:
         allocatable[GPU] = gpus
         labels["accelerator"] = "gpu"
+    notes = draw(_vgpus(name, allocatable))
+    if notes:
+        labels["accelerator"] = "gpu"
     spec: dict[str, Any] = {}
     taints = draw(st.sampled_from(([], [], [TAINT], [{**TAINT, "effect": "PreferNoSchedule"}])))
     if taints:
@@ -117,10 +121,34 @@ def _node(draw: st.DrawFn, name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
+        "metadata": {"name": name, "labels": labels, "annotations": notes},
         "spec": spec,
         "status": {"allocatable": allocatable},
     }
+
+
+_VGPU_MODELS = (("NVIDIA-A100", 40960), ("NVIDIA-Tesla-T4", 16384), ("NVIDIA-A100", 2048))
+
+
+@st.composite
+def _vgpus(draw: st.DrawFn, name: str, allocatable: dict[str, str]) -> dict[str, str]:
+    """Sometimes vGPU cards: HAMi's register annotation with the totals its device plugin
+    advertises (small cards and few shares, to fill them), or the simulator's shorthand."""
+    if draw(st.integers(0, 2)):
+        return {}
+    count = draw(st.integers(1, 2))
+    model, memory = draw(st.sampled_from(_VGPU_MODELS))
+    shares = draw(st.sampled_from((1, 2, 4)))
+    if draw(st.booleans()):
+        return {ANNOTATION + "gpus": f"{count} {model} {memory} {shares}"}
+    allocatable[VGPU + "number"] = str(count * shares)
+    allocatable[VGPU + "memory"] = str(count * memory)
+    allocatable[VGPU + "cores"] = str(count * 100)
+    allocatable[VGPU + "memory-percentage"] = str(count * 100)
+    cards = "".join(
+        f"GPU-{name}-{i},{shares},{memory},{model},true,hami-core:" for i in range(count)
+    )
+    return {"volcano.sh/node-vgpu-register": cards}
 
 
 @st.composite
@@ -220,7 +248,7 @@ def clusters(draw: st.DrawFn, max_nodes: int = 4) -> Cluster:
 
 
 @st.composite
-def _container(draw: st.DrawFn, name: str, gpus: bool) -> dict[str, Any]:
+def _container(draw: st.DrawFn, name: str, gpus: bool, vgpus: bool = False) -> dict[str, Any]:
     """Requests, limits, both, or neither (BestEffort); a GPU only as a limit, with an equal
     request or none, as Kubernetes requires for extended resources."""
     requests: dict[str, str] = {}
@@ -237,6 +265,17 @@ def _container(draw: st.DrawFn, name: str, gpus: bool) -> dict[str, Any]:
         limits[GPU] = count
         if draw(st.booleans()):
             requests[GPU] = count
+    if vgpus and draw(st.integers(0, 3)):
+        limits[VGPU + "number"] = draw(st.sampled_from(("1", "1", "2")))
+        for what, values in (
+            ("memory", ("512", "1024", "8192", "20480")),
+            ("cores", ("10", "30", "50", "100")),
+            ("memory-percentage", ("25", "50")),
+        ):
+            if draw(st.booleans()):
+                limits[VGPU + what] = draw(st.sampled_from(values))
+        if draw(st.booleans()):
+            requests.update({r: v for r, v in limits.items() if r.startswith(VGPU)})
     resources = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
     container: dict[str, Any] = {"name": name, "image": "busybox"}
     if resources:
@@ -314,7 +353,8 @@ def pod_templates(
 
     ``scheduler`` None leaves schedulerName out (a Job fills it in)."""
     gpus = draw(st.booleans())
-    containers = [draw(_container(f"c{i}", gpus)) for i in range(draw(st.integers(1, 2)))]
+    vgpus = not gpus and draw(st.integers(0, 2)) == 0
+    containers = [draw(_container(f"c{i}", gpus, vgpus)) for i in range(draw(st.integers(1, 2)))]
     spec: dict[str, Any] = {
         "restartPolicy": draw(st.sampled_from(restart_policies)),
         "containers": containers,

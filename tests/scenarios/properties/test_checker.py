@@ -3,6 +3,7 @@ broken one with a message naming the time, the object and the rule."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from tests.scenarios.properties.evictions import (
     EvictionKeepsGuarantees,
     VictimsAllowed,
 )
+from tests.scenarios.properties.gpus import GpusNeverOverfull
 from tests.scenarios.properties.invariants import (
     GangNeverPartial,
     Invariant,
@@ -347,6 +349,7 @@ def test_later_capabilities_add_their_own_invariants() -> None:
         RunEnds,
         NamesAndUidsUnique,
         NodesNeverOverfull,
+        GpusNeverOverfull,
         PlacementRespectsNode,
         GangNeverPartial,
         NoDoubleBinding,
@@ -559,3 +562,35 @@ def test_a_hard_topology_job_inside_one_rack_passes() -> None:
     events = [ev(0, "submitted", "n1", kind="Node"), ev(0, "submitted", "a")]
     events += [ev(0, "submitted", "b"), *bind(1, "a", "n0"), *bind(1, "b", "n1")]
     run(w, events)
+
+
+def gpu_world(**pods: PodFacts) -> FakeWorld:
+    w = world(**pods)
+    w.nodes["n0"] = NodeFacts({"cpu": 8000, "pods": 110}, gpus={"G0": (1000, 3), "G1": (1000, 1)})
+    return w
+
+
+@pytest.mark.parametrize(
+    ("cards", "broken"),
+    [
+        ([("G0", 600, 10), ("G0", 500, 10)], "card G0 holds 1100 MiB of 1000"),
+        ([("G0", 100, 60), ("G0", 100, 50)], "card G0 holds 110 cores of 100"),
+        ([("G1", 10, 10), ("G1", 10, 10)], "card G1 holds 2 pods, at most 1"),
+        ([("G0", 10, 100), ("G0", 10, 0)], "card G0 is held alone yet shared by 2 pods"),
+        ([("G9", 10, 10)], "given card G9, which n0 does not have"),
+    ],
+    ids=["memory", "cores", "shares", "alone", "no-such-card"],
+)
+def test_gpu_cards_never_overfull(cards: list[tuple[str, int, int]], broken: str) -> None:
+    pods = {f"p{i}": facts(gpu_cards=(card,)) for i, card in enumerate(cards)}
+    events = [e for i in range(len(cards)) for e in bind(i, f"p{i}")]
+    last = f"Pod default/p{len(cards) - 1}"
+    with pytest.raises(Violation, match=re.escape(f"gpu cards never overfull: {last}: ")) as got:
+        run(gpu_world(**pods), [ev(0, "submitted", n) for n in pods] + events)
+    assert broken in str(got.value)
+
+
+def test_gpu_cards_freed_when_a_pod_completes() -> None:
+    pods = {"a": facts(gpu_cards=(("G1", 900, 100),)), "b": facts(gpu_cards=(("G1", 900, 100),))}
+    events = [*bind(0, "a"), ev(5, "completed", "a", node="n0"), *bind(6, "b")]
+    run(gpu_world(**pods), [ev(0, "submitted", "a"), ev(0, "submitted", "b"), *events])

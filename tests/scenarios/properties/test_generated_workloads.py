@@ -28,7 +28,13 @@ from tests.scenarios.properties.workloads import Input, inputs
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = st.one_of(
     st.sampled_from(
-        [None, "binpack-config.yaml", "capacity-config.yaml", "capacity-hierarchy-config.yaml"]
+        [
+            None,
+            "binpack-config.yaml",
+            "capacity-config.yaml",
+            "capacity-hierarchy-config.yaml",
+            "vgpu-config.yaml",
+        ]
     ),
     evicting_configs(),
 )

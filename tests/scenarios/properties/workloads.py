@@ -345,6 +345,17 @@ def _contention(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         "image": "busybox",
         "resources": {"requests": {"cpu": f"{share}m", "memory": "512Mi"}},
     }
+    vgpu_nodes = any(
+        doc["metadata"].get("annotations")  # vGPU cards, registered or in shorthand
+        for doc in cluster.documents
+        if doc["kind"] == "Node"
+    )
+    if vgpu_nodes and draw(st.integers(0, 2)) == 0:  # the contention is for GPU cards
+        container["resources"]["limits"] = {
+            "volcano.sh/vgpu-number": "1",
+            "volcano.sh/vgpu-memory": draw(st.sampled_from(("1024", "16384"))),
+            "volcano.sh/vgpu-cores": draw(st.sampled_from(("30", "100"))),
+        }
     holder = ("hold", holder_queue, low, min(slots, 8) + draw(st.integers(0, 1)), 0.0, "60")
     at = draw(st.sampled_from((2.0, 5.0)))
     claimant = ("want", claimant_queue, high, draw(st.integers(1, 3)), at, "10")

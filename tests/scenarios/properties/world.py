@@ -71,6 +71,8 @@ class PodFacts:
     controller: tuple[str, str, str] | None = None
     """(kind, name, uid) of the owner reference marked controller, if any."""
     apart_from: tuple[Mapping[str, Any], ...] = ()
+    gpu_cards: tuple[tuple[str, int, int], ...] = ()
+    """(card uuid, MiB, cores) per card its ``volcano.sh/vgpu-ids-new`` annotation names."""
     """Required pod anti-affinity terms, as documents (labelSelector, namespaces,
     namespaceSelector, topologyKey)."""
 
@@ -100,6 +102,8 @@ class NodeFacts:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Mapping[str, str], ...] = ()
     unschedulable: bool = False
+    gpus: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Card uuid -> (memory MiB, pods it may hold), from ``volcano.sh/node-vgpu-register``."""
 
 
 class World(Protocol):
@@ -217,7 +221,30 @@ def pod_facts(
         labels=dict(pod.metadata.labels),
         controller=(owner.kind, owner.name, owner.uid) if owner is not None else None,
         apart_from=_anti_affinity_terms(pod),
+        gpu_cards=_gpu_cards(notes.get("volcano.sh/vgpu-ids-new", "")),
     )
+
+
+def _gpu_cards(text: str) -> tuple[tuple[str, int, int], ...]:
+    """HAMi's format, read here on its own: containers by ';', cards by ':', each card
+    ``uuid,type,memoryMiB,cores``."""
+    found = []
+    for container in text.split(";"):
+        for card in container.split(":"):
+            fields = card.split(",")
+            if len(fields) == 4:
+                found.append((fields[0], int(fields[2]), int(fields[3])))
+    return tuple(found)
+
+
+def _registered(text: str) -> dict[str, tuple[int, int]]:
+    """``uuid,count,memoryMiB,type,health,mode`` per card, cards separated by ':'."""
+    found = {}
+    for card in text.split(":"):
+        fields = card.split(",")
+        if len(fields) >= 6:
+            found[fields[0]] = (int(fields[2]), int(fields[1]))
+    return found
 
 
 def _anti_affinity_terms(pod: Pod) -> tuple[Mapping[str, Any], ...]:
@@ -239,6 +266,7 @@ def node_facts(node: Node) -> NodeFacts:
             {"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints
         ),
         unschedulable=node.spec.unschedulable,
+        gpus=_registered(node.metadata.annotations.get("volcano.sh/node-vgpu-register", "")),
     )
 
 

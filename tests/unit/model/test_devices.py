@@ -66,7 +66,7 @@ def test_plain_and_gpushare_inventories() -> None:
     assert node_gpus(node("cpu-only")) is None
 
 
-def test_vgpu_node_totals_join_its_allocatable() -> None:
+def test_a_vgpu_nodes_totals_are_the_ones_it_advertises() -> None:
     info = cache_of(vgpu_node("n", A100)).nodes["n"]
     assert info.allocatable.get("volcano.sh/vgpu-number") == 8
     assert info.allocatable.get("volcano.sh/vgpu-memory") == 81920

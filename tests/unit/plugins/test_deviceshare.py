@@ -189,8 +189,8 @@ def test_a_malformed_register_entry_leaves_the_other_cards_usable() -> None:
     only_broken = vgpu_node("m", cards("GPU", 1))
     only_broken.metadata.annotations[VGPU_REGISTER] = "GPU-bad,x,1,NVIDIA,true,hami-core:"
     result = session(cache_of(only_broken, vgpu_pod("a", 1, 1024)))
-    # No card left: the node lists no vGPU room at all (simulate names the bad entry).
-    assert "Insufficient volcano.sh/vgpu-number" in reasons(result)["a"]
+    # No card left: the reason names the bad entry.
+    assert "count 'x' is not a whole number" in reasons(result)["a"]
 
 
 def gpushare_node(name: str, cards_: int, memory: int) -> Node:

@@ -288,6 +288,7 @@ def test_rbac_grants_what_the_scheduler_needs() -> None:
         ("", "pods/binding", "create"),
         ("", "pods/eviction", "create"),
         ("", "pods/status", "patch"),
+        ("", "pods", "patch"),  # the cards chosen, written before the bind
         ("", "events", "create"),
         ("events.k8s.io", "events", "create"),
     ]:

@@ -122,7 +122,7 @@ class KubeScheduler(Effects):
         self.sessions = 0
         self.informers: list[Informer[Any]] = [
             Informer(client, PODS, self._pod_upserted, self._pod_deleted, self._bad_object),
-            self._informer(NODES, self.cache.upsert_node, lambda ns, n: self.cache.delete_node(n)),
+            self._informer(NODES, self._node_upserted, lambda ns, n: self.cache.delete_node(n)),
             self._informer(PODGROUPS, self.cache.upsert_podgroup, self.cache.delete_podgroup),
             self._informer(
                 QUEUES, self.cache.upsert_queue, lambda ns, n: self.cache.delete_queue(n)
@@ -227,6 +227,21 @@ class KubeScheduler(Effects):
         self.cache.delete_pod(namespace, name)
         self.status.forget(f"{namespace}/{name}")
         self.dirty.set()
+
+    def _node_upserted(self, node: Node) -> None:
+        """Take a Node; GPU cards its device plugin registered malformed are left out, said
+        once per version of the problem, and its other cards stay in use."""
+        self.cache.upsert_node(node)
+        info = self.cache.nodes.get(node.metadata.name)
+        problems = info.gpus.problems if info is not None and info.gpus is not None else ()
+        key = ("Node", "", node.metadata.name, "; ".join(problems))
+        if problems and key not in self._reported_bad:
+            self._reported_bad.add(key)
+            log.warning(
+                "node %s: GPU cards left out: %s (its other cards stay in use)",
+                node.metadata.name,
+                "; ".join(problems),
+            )
 
     def _bad_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
         """Skip an object we cannot read: log, count, and tell its owner with a warning Event."""

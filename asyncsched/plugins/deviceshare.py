@@ -23,8 +23,17 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+import numpy as np
+
 from asyncsched.framework import ArgumentError, Arguments, Session
-from asyncsched.framework.hooks import NODE_ORDER, PREDICATE
+from asyncsched.framework.hooks import (
+    BATCH_NODE_ORDER,
+    BATCH_PREDICATE,
+    BatchNodeOrderFn,
+    BoolArray,
+    FloatArray,
+    IntArray,
+)
 from asyncsched.model import NodeInfo, TaskInfo
 from asyncsched.model.devices import GpuClaim
 from asyncsched.plugins._cards import BINPACK, SPREAD, Fit, fit_cards
@@ -84,9 +93,17 @@ class DeviceSharePlugin:
         self.kinds = frozenset(kinds)
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add(PREDICATE, self.name, self._predicate)
+        self.nodes = ssn.node_list
+        self.with_cards = [i for i, node in enumerate(self.nodes) if node.gpus is not None]
+        """Rows of the nodes that have GPU cards (the only ones whose answers differ)."""
+        self.zeros = np.zeros(len(self.nodes))
+        self.zeros.setflags(write=False)
+        # Batch hooks, answering [] and a shared zero row for the many tasks without a GPU:
+        # placement keeps its fast path for them.
+        ssn.add(BATCH_PREDICATE, self.name, self._failures)
         if self.weight > 0:
-            ssn.add(NODE_ORDER, self.name, self._score)
+            scores: BatchNodeOrderFn = _Scores(self)
+            ssn.add(BATCH_NODE_ORDER, self.name, scores)
         ssn.gpu_chooser = self._choose
 
     def on_session_close(self, ssn: Session) -> None:
@@ -105,16 +122,51 @@ class DeviceSharePlugin:
             self.kinds,
         )
 
-    def _predicate(self, task: TaskInfo, node: NodeInfo) -> str | None:
-        found = self._fit(task, node)
-        return found if isinstance(found, str) else None
+    def _failures(self, task: TaskInfo) -> list[tuple[str, BoolArray]]:
+        """Per reason, the nodes whose cards cannot take the task (fresh every call: the
+        cards' use changes with every placement)."""
+        request = task.gpu_request
+        if request is None:
+            return []
+        masks: dict[str, BoolArray] = {}
+        n = len(self.nodes)
+        elsewhere = fit_cards(request, None, None, {}, self.policy, self.kinds)
+        if isinstance(elsewhere, str):  # every node without cards fails alike
+            mask = masks[elsewhere] = np.ones(n, dtype=np.bool_)
+            mask[self.with_cards] = False
+        for i in self.with_cards:
+            found = self._fit(task, self.nodes[i])
+            if isinstance(found, str):
+                if found not in masks:
+                    masks[found] = np.zeros(n, dtype=np.bool_)
+                masks[found][i] = True
+        return list(masks.items())
 
-    def _score(self, task: TaskInfo, node: NodeInfo) -> float:
-        found = self._fit(task, node)
-        if not isinstance(found, Fit):
-            return 0.0
-        return float(math.floor(found.score + 0.5) * self.weight)
+    def score_rows(self, task: TaskInfo) -> FloatArray:
+        """Every node's device score for the task (0 where its cards do not fit)."""
+        if task.gpu_request is None:
+            return self.zeros
+        scores = np.zeros(len(self.nodes))
+        for i in self.with_cards:
+            found = self._fit(task, self.nodes[i])
+            if isinstance(found, Fit):
+                scores[i] = math.floor(found.score + 0.5) * self.weight
+        return scores
 
     def _choose(self, task: TaskInfo, node: NodeInfo) -> GpuClaim | None:
         found = self._fit(task, node)
         return found.claim if isinstance(found, Fit) else None
+
+
+class _Scores:
+    """deviceshare's batch node order, readable row by row (a RowScorer): scores do not
+    depend on the candidates."""
+
+    def __init__(self, plugin: DeviceSharePlugin) -> None:
+        self.plugin = plugin
+
+    def __call__(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
+        return self.plugin.score_rows(task)[candidates]
+
+    def all_rows(self, task: TaskInfo) -> FloatArray | None:
+        return self.plugin.score_rows(task)

@@ -191,3 +191,22 @@ def test_plain_gpu_pods_take_whole_cards_without_a_device_plugin() -> None:
     Statement(ssn).allocate(task, snap.nodes["n"])
     use = snap.nodes["n"].gpu_use
     assert use is not None and use.sharers == [1, 1, 1, 0] and use.whole == [1, 1, 1, 0]
+
+
+def test_without_deviceshare_vgpu_pods_take_no_card() -> None:
+    cache = cache_of(vgpu_node("n", A100), vgpu_pod("p", 1, 2048, 25))
+    snap = cache.snapshot()
+    ssn = Session(snap, CONF, {})
+    task = next(iter(snap.jobs.values())).tasks["default/p"]
+    Statement(ssn).allocate(task, snap.nodes["n"])
+    use = snap.nodes["n"].gpu_use
+    assert use is not None and use.sharers == [0, 0] and task.gpu_claim is None
+
+
+def test_a_node_whose_cards_change_rebooks_the_pods_on_it() -> None:
+    cache = cache_of(vgpu_node("n", A100[:1]), bound("a", "GPU-b,NVIDIA,1024,10:", memory=1024))
+    use = cache.nodes["n"].gpu_use
+    assert use is not None and use.sharers == [0], "GPU-b is not registered yet"
+    cache.upsert_node(vgpu_node("n", A100))
+    use = cache.nodes["n"].gpu_use
+    assert use is not None and use.sharers == [0, 1] and use.memory == [0, 1024]

@@ -23,6 +23,7 @@ Everything here but ``GpuUse`` is immutable; a snapshot copies each node's
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -419,6 +420,7 @@ def claim_annotations(claim: GpuClaim, gpus: NodeGpus, node: str, now: int) -> d
 
 _Booked = tuple[tuple[int, int, int, bool], ...]
 """(card position, memory, cores, whole) per card a task holds."""
+_VERSIONS = itertools.count(1)
 
 
 class GpuUse:
@@ -429,11 +431,14 @@ class GpuUse:
     (a pod placed by someone else), and the checks read ``over``.
     """
 
-    __slots__ = ("cores", "gpus", "held", "memory", "sharers", "whole")
+    __slots__ = ("cores", "gpus", "held", "memory", "sharers", "version", "whole")
 
     def __init__(self, gpus: NodeGpus) -> None:
         n = len(gpus.cards)
         self.gpus = gpus
+        self.version = next(_VERSIONS)
+        """Names this state of the books (and its copies) process-wide: a new one at every
+        change, so answers about the cards can be memoised on it."""
         self.memory = [0] * n
         self.cores = [0] * n
         self.sharers = [0] * n
@@ -445,6 +450,7 @@ class GpuUse:
     def copy(self) -> GpuUse:
         twin = GpuUse.__new__(GpuUse)
         twin.gpus = self.gpus
+        twin.version = self.version
         twin.memory = list(self.memory)
         twin.cores = list(self.cores)
         twin.sharers = list(self.sharers)
@@ -493,6 +499,8 @@ class GpuUse:
             self.sharers[position] += 1
             self.whole[position] += whole
         self.held[uid] = tuple(booked)
+        if booked:
+            self.version = next(_VERSIONS)
 
     def release(self, uid: str) -> None:
         """Take back what the task booked (nothing if it booked nothing)."""
@@ -502,6 +510,8 @@ class GpuUse:
             self.cores[position] -= cores
             self.sharers[position] -= 1
             self.whole[position] -= whole
+        if booked:
+            self.version = next(_VERSIONS)
 
     def _position(self, share: CardShare) -> int:
         if share.uuid:

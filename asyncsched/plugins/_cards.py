@@ -10,6 +10,7 @@ a plain card) only gets one nobody uses, and nobody joins a card held alone.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -31,6 +32,8 @@ __all__ = [
     "SPREAD",
     "USE_TYPE",
     "USE_UUID",
+    "CardFilter",
+    "CardFitter",
     "Fit",
     "fit_cards",
 ]
@@ -52,30 +55,124 @@ class Fit:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class CardFilter:
+    """What a pod's annotations say about which cards it may have, read once per pod."""
+
+    allow: frozenset[str] = frozenset()
+    deny: frozenset[str] = frozenset()
+    use_types: tuple[str, ...] | None = None
+    nouse_types: tuple[str, ...] | None = None
+    mode: str | None = None
+
+    @classmethod
+    def of(cls, annotations: Mapping[str, str]) -> CardFilter:
+        use, nouse = annotations.get(USE_TYPE), annotations.get(NO_USE_TYPE)
+        return cls(
+            _names(annotations.get(USE_UUID, "")),
+            _names(annotations.get(NO_USE_UUID, "")),
+            tuple(t.upper() for t in use.split(",")) if use is not None else None,
+            tuple(t.upper() for t in nouse.split(",")) if nouse is not None else None,
+            annotations.get(GPU_MODE),
+        )
+
+    def allows(self, card: Gpu) -> bool:
+        """Volcano's checks of UUID and type: an NVIDIA card, of a listed model if
+        ``use-gputype`` is set, else of none listed in ``nouse-gputype`` (case-insensitive
+        substrings), among the UUIDs allowed and not denied."""
+        if (self.allow and card.uuid not in self.allow) or card.uuid in self.deny:
+            return False
+        return self.type_ok(card)
+
+    def type_ok(self, card: Gpu) -> bool:
+        if "NVIDIA" not in card.model:
+            return False
+        model = card.model.upper()
+        if self.use_types is not None:
+            return any(t in model for t in self.use_types)
+        if self.nouse_types is not None:
+            return not any(t in model for t in self.nouse_types)
+        return True
+
+
+_ALL_KINDS = frozenset({"vgpu", "gpu-memory", "gpu-number", "plain"})
+_IDS = itertools.count()
+_SIGNATURES: dict[tuple[GpuRequest, CardFilter, str], int] = {}
+"""A number for each (request, filter, policy) asked about (numbers are never reused)."""
+_ANSWERS: dict[tuple[int, int], Fit | str] = {}
+"""vGPU answers by signature and the state of the books (``GpuUse.version`` is unique to one
+state of one node's cards, copies included): most nodes' cards do not change from one
+task, or one session, to the next. A memo: answers are immutable."""
+_MEMO_SIZE = 1 << 18
+
+
+class CardFitter:
+    """One pod's request asked of many nodes (``fit_cards`` for each, the pod's annotations
+    read once)."""
+
+    __slots__ = ("kinds", "policy", "request", "signature", "wants")
+
+    def __init__(
+        self,
+        request: GpuRequest,
+        annotations: Mapping[str, str] | CardFilter,
+        policy: str = "",
+        kinds: frozenset[str] = _ALL_KINDS,
+    ) -> None:
+        self.request = request
+        self.wants = (
+            annotations if isinstance(annotations, CardFilter) else CardFilter.of(annotations)
+        )
+        self.policy = policy
+        self.kinds = kinds
+        key = (request, self.wants, policy)
+        found = _SIGNATURES.get(key)
+        if found is None:
+            if len(_SIGNATURES) >= _MEMO_SIZE:
+                _SIGNATURES.clear()
+            found = _SIGNATURES[key] = next(_IDS)
+        self.signature = found
+
+    def __call__(self, gpus: NodeGpus | None, use: GpuUse | None) -> Fit | str | None:
+        """The cards the request gets on a node, or why none fit; None: nothing to place
+        (the request is of a kind not in ``kinds``, as when deviceshare leaves it off)."""
+        request, kinds = self.request, self.kinds
+        if request.error:
+            return f"no card can take it: {request.error}"
+        if request.vgpu and "vgpu" in kinds:
+            if use is None:
+                return _vgpu(request, gpus, use, self.wants, self.policy)
+            key = (self.signature, use.version)
+            found = _ANSWERS.get(key)
+            if found is None:
+                if len(_ANSWERS) >= _MEMO_SIZE:
+                    _ANSWERS.clear()
+                found = _ANSWERS[key] = _vgpu(request, gpus, use, self.wants, self.policy)
+            return found
+        if (request.share_memory and "gpu-memory" in kinds) or (
+            request.share_number and "gpu-number" in kinds
+        ):
+            return _gpushare(request, gpus, use)
+        if request.plain and gpus is not None and use is not None and gpus.source == "plain":
+            free = use.idle_cards()
+            if free < request.plain:
+                return f"wants {request.plain} whole GPUs, {free} free"
+            return Fit(GpuClaim("plain", (), request.plain), 0.0)
+        return None
+
+
 def fit_cards(
     request: GpuRequest,
     gpus: NodeGpus | None,
     use: GpuUse | None,
-    annotations: Mapping[str, str],
+    annotations: Mapping[str, str] | CardFilter,
     policy: str = "",
-    kinds: frozenset[str] = frozenset({"vgpu", "gpu-memory", "gpu-number", "plain"}),
+    kinds: frozenset[str] = _ALL_KINDS,
 ) -> Fit | str | None:
-    """The cards ``request`` gets on a node, or why none fit; None: nothing to place
-    (the request is of a kind not in ``kinds``, as when deviceshare leaves it off)."""
-    if request.error:
-        return f"no card can take it: {request.error}"
-    if request.vgpu and "vgpu" in kinds:
-        return _vgpu(request, gpus, use, annotations, policy)
-    if (request.share_memory and "gpu-memory" in kinds) or (
-        request.share_number and "gpu-number" in kinds
-    ):
-        return _gpushare(request, gpus, use)
-    if request.plain and gpus is not None and use is not None and gpus.source == "plain":
-        free = use.idle_cards()
-        if free < request.plain:
-            return f"wants {request.plain} whole GPUs, {free} free"
-        return Fit(GpuClaim("plain", (), request.plain), 0.0)
-    return None
+    """The cards ``request`` gets on one node, or why none fit; None: nothing to place.
+    ``annotations`` are the pod's, or their ``CardFilter``. Pure: the books are not
+    changed. For many nodes, make one ``CardFitter`` and call it per node."""
+    return CardFitter(request, annotations, policy, kinds)(gpus, use)
 
 
 def _no_cards(gpus: NodeGpus | None, source: str) -> str:
@@ -89,35 +186,28 @@ def _vgpu(
     request: GpuRequest,
     gpus: NodeGpus | None,
     use: GpuUse | None,
-    annotations: Mapping[str, str],
+    wants: CardFilter,
     policy: str,
 ) -> Fit | str:
     if gpus is None or use is None or gpus.source != "vgpu" or not gpus.cards:
         return _no_cards(gpus, "vgpu")
-    mode = annotations.get(GPU_MODE)
-    if mode is not None and mode != "hami-core":
-        return f"pod wants vGPU mode {mode}, the node shares cards in hami-core mode"
-    allow = _names(annotations.get(USE_UUID, ""))
-    deny = _names(annotations.get(NO_USE_UUID, ""))
+    if wants.mode is not None and wants.mode != "hami-core":
+        return f"pod wants vGPU mode {wants.mode}, the node shares cards in hami-core mode"
     cards = gpus.cards
-    memory, cores, sharers = list(use.memory), list(use.cores), list(use.sharers)
+    allowed = [i for i, card in enumerate(cards) if wants.allows(card)]
+    memory, cores, sharers = use.memory, use.cores, use.sharers
+    if len(request.vgpu) > 1:  # later containers see the cards earlier ones took
+        memory, cores, sharers = list(memory), list(cores), list(sharers)
     shares: list[CardShare] = []
     score = 0.0
     for container, ask in enumerate(request.vgpu):
         if ask.number > len(cards):
             return f"wants {ask.number} GPUs, the node has {len(cards)}"
-        wanted = ask.number
-        typed = uuid_ok = False
-        for i in _order(cards, memory, sharers, policy):
+        fitting = []
+        for i in allowed:
             card = cards[i]
-            if (allow and card.uuid not in allow) or card.uuid in deny:
-                continue
-            uuid_ok = True
-            if not _type_ok(card, annotations):
-                continue
-            typed = True
             need = ask.memory_on(card)
-            if (
+            if not (
                 not card.healthy
                 or use.whole[i]
                 or sharers[i] >= card.shares
@@ -126,35 +216,37 @@ def _vgpu(
                 or (ask.cores >= CARD_CORES and sharers[i] > 0)
                 or (cores[i] >= CARD_CORES and ask.cores == 0)
             ):
-                continue
-            before = sharers[i]
-            memory[i] += need
-            cores[i] += ask.cores
-            sharers[i] += 1
-            shares.append(
-                CardShare(
-                    card.uuid, card.index, need, ask.cores, ask.cores >= CARD_CORES, container
-                )
-            )
+                fitting.append(i)
+        if len(fitting) < ask.number:
+            return _why_not(ask.number, ask.memory, ask.percentage, ask.cores, wants, cards)
+        for i in _order(fitting, memory, sharers, policy)[: ask.number]:
+            card = cards[i]
+            need = ask.memory_on(card)
             if policy == BINPACK and card.memory:
-                score += 100 * memory[i] / card.memory
-            elif policy == SPREAD and before == 0:
+                score += 100 * (memory[i] + need) / card.memory
+            elif policy == SPREAD and sharers[i] == 0:
                 score += 100
-            wanted -= 1
-            if not wanted:
-                break
-        if wanted:
-            if (allow or deny) and not uuid_ok:
-                listed = f"{USE_UUID}={','.join(sorted(allow))!r}"
-                return f"no GPU matches {listed} {NO_USE_UUID}={','.join(sorted(deny))!r}"
-            if not typed:
-                return "no GPU of the model the pod asks for (nvidia.com/use-gputype)"
-            each = f"{ask.memory}MiB" if ask.percentage == 101 else f"{ask.percentage}%"
-            return (
-                f"not enough room on the GPUs for {ask.number} card(s) of {each} memory "
-                f"and {ask.cores} cores"
-            )
+            if len(request.vgpu) > 1:
+                memory[i] += need
+                cores[i] += ask.cores
+                sharers[i] += 1
+            whole = ask.cores >= CARD_CORES
+            shares.append(CardShare(card.uuid, card.index, need, ask.cores, whole, container))
     return Fit(GpuClaim("vgpu", tuple(shares), 0, len(request.vgpu)), score)
+
+
+def _why_not(
+    number: int, memory: int, percentage: int, cores: int, wants: CardFilter, cards: tuple[Gpu, ...]
+) -> str:
+    if (wants.allow or wants.deny) and not any(
+        (not wants.allow or c.uuid in wants.allow) and c.uuid not in wants.deny for c in cards
+    ):
+        listed = f"{USE_UUID}={','.join(sorted(wants.allow))!r}"
+        return f"no GPU matches {listed} {NO_USE_UUID}={','.join(sorted(wants.deny))!r}"
+    if not any(wants.type_ok(c) for c in cards):
+        return "no GPU of the model the pod asks for (nvidia.com/use-gputype)"
+    each = f"{memory}MiB" if percentage == 101 else f"{percentage}%"
+    return f"not enough room on the GPUs for {number} card(s) of {each} memory and {cores} cores"
 
 
 def _gpushare(request: GpuRequest, gpus: NodeGpus | None, use: GpuUse | None) -> Fit | str:
@@ -173,31 +265,15 @@ def _gpushare(request: GpuRequest, gpus: NodeGpus | None, use: GpuUse | None) ->
     return Fit(GpuClaim("gpushare", tuple(CardShare("", c.index, 0, 0, True) for c in chosen)), 0.0)
 
 
-def _order(cards: tuple[Gpu, ...], memory: list[int], sharers: list[int], policy: str) -> list[int]:
+def _order(positions: list[int], memory: list[int], sharers: list[int], policy: str) -> list[int]:
     """Volcano's card order: binpack the fullest memory first, spread the least shared
     first (both then by position), otherwise the last card first."""
-    positions = range(len(cards))
     if policy == BINPACK:
         return sorted(positions, key=lambda i: (-memory[i], i))
     if policy == SPREAD:
         return sorted(positions, key=lambda i: (sharers[i], i))
-    return list(reversed(positions))
+    return positions[::-1]
 
 
-def _names(text: str) -> set[str]:
-    return {part.strip() for part in text.split(",") if part.strip()}
-
-
-def _type_ok(card: Gpu, annotations: Mapping[str, str]) -> bool:
-    """Volcano's checkType: an NVIDIA card, of a listed model if ``use-gputype`` is set,
-    else of none listed in ``nouse-gputype`` (case-insensitive substrings)."""
-    model = card.model.upper()
-    if "NVIDIA" not in card.model:
-        return False
-    wanted = annotations.get(USE_TYPE)
-    if wanted is not None:
-        return any(part.upper() in model for part in wanted.split(","))
-    unwanted = annotations.get(NO_USE_TYPE)
-    if unwanted is not None:
-        return not any(part.upper() in model for part in unwanted.split(","))
-    return True
+def _names(text: str) -> frozenset[str]:
+    return frozenset(part.strip() for part in text.split(",") if part.strip())

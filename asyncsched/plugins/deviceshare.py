@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from asyncsched.framework import ArgumentError, Arguments, Session
+from asyncsched.framework import ArgumentError, Arguments, EventHandler, Session
 from asyncsched.framework.hooks import (
     BATCH_NODE_ORDER,
     BATCH_PREDICATE,
@@ -36,7 +36,7 @@ from asyncsched.framework.hooks import (
 )
 from asyncsched.model import NodeInfo, TaskInfo
 from asyncsched.model.devices import GpuClaim
-from asyncsched.plugins._cards import BINPACK, SPREAD, Fit, fit_cards
+from asyncsched.plugins._cards import BINPACK, SPREAD, CardFitter, Fit, fit_cards
 
 __all__ = [
     "GPU_NUMBER_ENABLE",
@@ -100,6 +100,10 @@ class DeviceSharePlugin:
         self.zeros.setflags(write=False)
         # Batch hooks, answering [] and a shared zero row for the many tasks without a GPU:
         # placement keeps its fast path for them.
+        self.epoch = 0
+        """Counts placements and their undoing: what the cards' use has been through."""
+        self._answers: tuple[str, int, dict[int, Fit | str]] | None = None
+        ssn.add_event_handler(self.name, EventHandler(self._moved, self._moved))
         ssn.add(BATCH_PREDICATE, self.name, self._failures)
         if self.weight > 0:
             scores: BatchNodeOrderFn = _Scores(self)
@@ -122,6 +126,29 @@ class DeviceSharePlugin:
             self.kinds,
         )
 
+    def _moved(self, task: TaskInfo) -> None:
+        if task.gpu_request is not None:
+            self.epoch += 1
+
+    def _every_node(self, task: TaskInfo) -> dict[int, Fit | str]:
+        """The answer of every node with cards, by row: worked out once per task while no
+        GPU placement changes anything (the predicate and the score both ask)."""
+        known = self._answers
+        if known is not None and known[0] == task.uid and known[1] == self.epoch:
+            return known[2]
+        request = task.gpu_request
+        assert request is not None
+        fitter = CardFitter(request, task.pod.metadata.annotations, self.policy, self.kinds)
+        found: dict[int, Fit | str] = {}
+        nodes = self.nodes
+        for i in self.with_cards:
+            node = nodes[i]
+            answer = fitter(node.gpus, node.gpu_use)
+            if answer is not None:
+                found[i] = answer
+        self._answers = (task.uid, self.epoch, found)
+        return found
+
     def _failures(self, task: TaskInfo) -> list[tuple[str, BoolArray]]:
         """Per reason, the nodes whose cards cannot take the task (fresh every call: the
         cards' use changes with every placement)."""
@@ -134,8 +161,7 @@ class DeviceSharePlugin:
         if isinstance(elsewhere, str):  # every node without cards fails alike
             mask = masks[elsewhere] = np.ones(n, dtype=np.bool_)
             mask[self.with_cards] = False
-        for i in self.with_cards:
-            found = self._fit(task, self.nodes[i])
+        for i, found in self._every_node(task).items():
             if isinstance(found, str):
                 if found not in masks:
                     masks[found] = np.zeros(n, dtype=np.bool_)
@@ -147,8 +173,7 @@ class DeviceSharePlugin:
         if task.gpu_request is None:
             return self.zeros
         scores = np.zeros(len(self.nodes))
-        for i in self.with_cards:
-            found = self._fit(task, self.nodes[i])
+        for i, found in self._every_node(task).items():
             if isinstance(found, Fit):
                 scores[i] = math.floor(found.score + 0.5) * self.weight
         return scores

@@ -47,22 +47,24 @@ class GpuMeter:
     cards: dict[str, list[_Card]] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)
     """Node of each running pod holding cards."""
-    last: float = 0.0
+    since: dict[str, float] = field(default_factory=dict)
+    """When each node's cards last changed: their core-seconds are counted up to then."""
 
-    def add_node(self, node: Node) -> None:
+    def add_node(self, node: Node, now: float = 0.0) -> None:
         gpus = node_gpus(node)
         name = node.metadata.name
         if gpus is not None and name not in self.books:
             self.books[name] = GpuUse(gpus)
             self.cards[name] = [_Card() for _ in gpus.cards]
+            self.since[name] = now
 
-    def advance(self, now: float) -> None:
-        span = now - self.last
+    def advance(self, name: str, now: float) -> None:
+        """Count the node's core-seconds up to ``now`` (only its own: nodes change apart)."""
+        span = now - self.since[name]
         if span > 0:
-            for name, use in self.books.items():
-                for card, cores in zip(self.cards[name], use.cores, strict=True):
-                    card.core_seconds += cores * span
-        self.last = max(self.last, now)
+            for card, cores in zip(self.cards[name], self.books[name].cores, strict=True):
+                card.core_seconds += cores * span
+            self.since[name] = now
 
     def start(self, key: str, pod: Pod, now: float) -> None:
         use = self.books.get(pod.spec.node_name)
@@ -71,7 +73,7 @@ class GpuMeter:
         claim = pod_gpu_claim(pod, pod_gpu_request(pod, pod_requests(pod)[0].names()))
         if claim is None:
             return
-        self.advance(now)
+        self.advance(pod.spec.node_name, now)
         use.book(key, claim)
         self.where[key] = pod.spec.node_name
         for card, memory, cores, pods in zip(
@@ -84,11 +86,12 @@ class GpuMeter:
     def stop(self, key: str, now: float) -> None:
         node = self.where.pop(key, None)
         if node is not None:
-            self.advance(now)
+            self.advance(node, now)
             self.books[node].release(key)
 
     def rows(self, end: float) -> list[GpuRow]:
-        self.advance(end)
+        for name in self.books:
+            self.advance(name, end)
         found = []
         for name, use in sorted(self.books.items()):
             for gpu, card in zip(use.gpus.cards, self.cards[name], strict=True):

@@ -322,7 +322,7 @@ class Recorder:
             if kind == "Node":
                 self.usage.advance(self.clock())
                 self.usage.add_capacity(node_allocatable(change.obj)[0], meta.name)
-                self.gpus.add_node(change.obj)
+                self.gpus.add_node(change.obj, self.clock())
             event = "submitted" if change.actor == USER else "created"
             extra = {"reason": change.obj.action} if kind == "Command" else {}
             self.emit(event, kind, meta.namespace, meta.name, **extra)

@@ -16,6 +16,8 @@ from kubernetes_asyncio import client, watch
 from tests.e2e.conftest import Kube
 from tests.e2e.kubeops import node_manifest, wait_for, wait_nodes_ready
 from tests.e2e.scheduler_proc import (
+    CONFIG_KEY,
+    CONFIG_MAP_NAME,
     NAMESPACE,
     ROOT,
     SERVICE_ACCOUNT,
@@ -27,7 +29,7 @@ from tests.e2e.scheduler_proc import (
 
 IDS = "volcano.sh/vgpu-ids-new"
 CARD_MIB = 40960
-CONFIG_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps/asyncsched-scheduler-config"
+CONFIG_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIG_MAP_NAME}"
 DEVICESHARE = """  - name: deviceshare
     arguments:
       deviceshare.VGPUEnable: true
@@ -82,7 +84,7 @@ async def gpu_node(kube: Kube) -> AsyncIterator[str]:
 
 
 async def _config(kube: Kube, text: str) -> None:
-    patch = {"data": {"scheduler.yaml": text}}
+    patch = {"data": {CONFIG_KEY: text}}
     await request(kube.api, "PATCH", CONFIG_PATH, patch, "application/merge-patch+json")
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "TopologySpreadConstraint",
+    "Volume",
     "WeightedPodAffinityTerm",
 ]
 
@@ -145,6 +146,16 @@ class Toleration(msgspec.Struct, rename="camel", omit_defaults=True):
     toleration_seconds: int | None = None
 
 
+class Volume(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Only what tells the descheduler whether a pod keeps data on its node (emptyDir,
+    hostPath) or in a claim: its DefaultEvictor leaves such pods alone."""
+
+    name: str = ""
+    persistent_volume_claim: dict[str, Any] | None = None
+    empty_dir: dict[str, Any] | None = None
+    host_path: dict[str, Any] | None = None
+
+
 class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
@@ -159,6 +170,7 @@ class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     priority: Int32 | None = None
     preemption_policy: str = ""
     restart_policy: str = "Always"
+    volumes: list[Volume] = []
 
 
 class ContainerStateTerminated(msgspec.Struct, rename="camel", omit_defaults=True):

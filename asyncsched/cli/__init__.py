@@ -10,14 +10,23 @@ from collections.abc import Sequence
 
 from asyncsched.backends.kube import KubeError
 from asyncsched.backends.sim import ManifestError
-from asyncsched.cli import controllers, explain, info, job, queue, scheduler, simulate
+from asyncsched.cli import (
+    controllers,
+    descheduler,
+    explain,
+    info,
+    job,
+    queue,
+    scheduler,
+    simulate,
+)
 from asyncsched.cli.exits import EXIT_BAD_INPUT, EXIT_UNREACHABLE
 from asyncsched.cli.output import CliError
 from asyncsched.framework import ConfigError, RegistryError
 
 __all__ = ["main"]
 
-COMMANDS = (simulate, explain, scheduler, controllers, job, queue, info)
+COMMANDS = (simulate, explain, scheduler, controllers, descheduler, job, queue, info)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -16,6 +16,7 @@ from asyncsched.backends.sim.simulation import SimEvent
 from asyncsched.backends.sim.source import STDIN
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 from asyncsched.cli import examples, whatif
+from asyncsched.cli.descheduler import load_policy
 from asyncsched.cli.exits import (
     EXIT_BAD_INPUT,
     EXIT_DEADLOCK,
@@ -26,6 +27,7 @@ from asyncsched.cli.exits import (
 from asyncsched.cli.output import CliError, budget_from_environment, session_budget_flag
 from asyncsched.cli.progress import Progress
 from asyncsched.cli.sim_report import add_report_flag, check_report, follow, write_report
+from asyncsched.descheduler.policy import PolicyError, parse_seconds
 from asyncsched.framework import Registry
 
 __all__ = ["register"]
@@ -76,6 +78,18 @@ def register(commands: Any) -> None:
         help="schedule period in virtual seconds (default 1)",
     )
     sim.add_argument(
+        "--descheduler-policy",
+        metavar="FILE",
+        help="also run the descheduler with this DeschedulerPolicy (usage: each pod's "
+        "simulation.asyncsched.io/usage annotation, else its requests)",
+    )
+    sim.add_argument(
+        "--descheduling-interval",
+        default="10m",
+        metavar="DURATION",
+        help="virtual time between descheduler passes (default 10m)",
+    )
+    sim.add_argument(
         "--session-budget",
         type=session_budget_flag,
         default=None,
@@ -122,6 +136,16 @@ def _simulate(args: argparse.Namespace) -> int:
             _check_not_an_input(flag, path, inputs)
     if args.summary_json == STDIN:
         raise CliError("--summary-json -: use -o json for the summary on stdout", EXIT_BAD_INPUT)
+    descheduler = None
+    if args.descheduler_policy:
+        policy = load_policy(args.descheduler_policy)
+        try:
+            interval = parse_seconds(args.descheduling_interval, "--descheduling-interval")
+        except PolicyError as exc:
+            raise CliError(str(exc), EXIT_BAD_INPUT) from None
+        for warning in policy.warnings:
+            print(f"asyncsched: warning: {warning}", file=sys.stderr)
+        descheduler = (policy, interval)
     names = tuple(args.scheduler_name) if args.scheduler_name else DEFAULT_SCHEDULER_NAMES
     live = whatif.prepare(args, files, names) if args.from_cluster else None
     if live is not None:
@@ -147,6 +171,7 @@ def _simulate(args: argparse.Namespace) -> int:
         on_event=write,
         keep_events=False,
         session_budget=args.session_budget or budget_from_environment(),
+        descheduler=descheduler,
     )
     timeline = follow(sim) if args.report else None
     try:

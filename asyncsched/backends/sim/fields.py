@@ -13,6 +13,7 @@ import msgspec
 
 from asyncsched.api.core import PodSpec
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.quantity import to_units
 from asyncsched.api.validation import annotations_problems, labels_problems
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "NEEDS_WHOLE_GROUP_ANNOTATION",
     "SECONDS_RANGE",
     "SUBMIT_AT_ANNOTATION",
+    "USAGE_ANNOTATION",
     "ManifestError",
     "exit_code_in",
     "path_message",
@@ -31,6 +33,7 @@ __all__ = [
     "seconds_problem",
     "template_metadata",
     "template_pod_spec",
+    "usage_in",
 ]
 
 SUBMIT_AT_ANNOTATION = "simulation.asyncsched.io/submit-at"
@@ -38,6 +41,9 @@ DURATION_ANNOTATION = "simulation.asyncsched.io/duration"
 NEEDS_WHOLE_GROUP_ANNOTATION = "simulation.asyncsched.io/needs-whole-group"
 FAIL_AFTER_ANNOTATION = "simulation.asyncsched.io/fail-after"
 EXIT_CODE_ANNOTATION = "simulation.asyncsched.io/exit-code"
+USAGE_ANNOTATION = "simulation.asyncsched.io/usage"
+"""What a pod really uses (``cpu=1500m,memory=1Gi``), for the descheduler; without it a pod
+uses what it requests. On a Node: usage beside its pods' (system daemons, a stray process)."""
 
 MAX_SECONDS = 1e9
 """The longest virtual time anything may name (about 32 years): far beyond any run worth
@@ -102,6 +108,34 @@ def pod_annotations_check(annotations: Mapping[str, str], where: str) -> None:
     seconds_in(annotations, DURATION_ANNOTATION, where)
     seconds_in(annotations, FAIL_AFTER_ANNOTATION, where)
     exit_code_in(annotations, where)
+    usage_in(annotations, where)
+
+
+def usage_in(annotations: Mapping[str, str], where: str) -> dict[str, int] | None:
+    """The usage annotation as resource units (cpu in millicores, memory in bytes); None
+    without one; ManifestError naming ``where`` if it cannot be read."""
+    raw = annotations.get(USAGE_ANNOTATION)
+    if raw is None:
+        return None
+    found: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        name, sep, amount = part.partition("=")
+        name = name.strip()
+        if not sep or name not in ("cpu", "memory"):
+            raise ManifestError(
+                f"{where}: annotation {USAGE_ANNOTATION}: {part!r} is not cpu=AMOUNT or "
+                "memory=AMOUNT"
+            )
+        try:
+            value = to_units(name, amount.strip())
+        except ValueError:
+            raise ManifestError(
+                f"{where}: annotation {USAGE_ANNOTATION}: {amount.strip()!r} is not a quantity"
+            ) from None
+        if value < 0:
+            raise ManifestError(f"{where}: annotation {USAGE_ANNOTATION}: {name} is negative")
+        found[name] = value
+    return found
 
 
 def template_pod_spec(template: Any, at: str) -> PodSpec:

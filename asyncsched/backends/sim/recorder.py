@@ -46,6 +46,8 @@ _NOTE_EVENTS = {
     "EvictionRefused": "refused",
 }
 """Kubernetes Event reasons that appear in the event stream, and as what."""
+_EVICTORS = frozenset({"scheduler", "descheduler"})
+"""Actors whose pod deletions are evictions (through the Eviction API)."""
 
 
 @dataclass
@@ -222,9 +224,10 @@ class Recorder:
             if ours and not node:
                 self._waiting(record, -1)
             self._stop(key)
-            event = "evicted" if change.actor == "scheduler" else "deleted"
+            event = "evicted" if change.actor in _EVICTORS else "deleted"
+            by = change.actor if change.actor != "scheduler" and event == "evicted" else None
             self.emit(event, "Pod", meta.namespace, meta.name, node=node, job=job,
-                      reason=change.reason, preemptor=change.preemptor)  # fmt: skip
+                      reason=change.reason, preemptor=change.preemptor, by=by)  # fmt: skip
             return
         old: Pod = change.old
         if node and not old.spec.node_name:

@@ -85,6 +85,23 @@ class WaitStats:
 
 
 @dataclass
+class MovedRow:
+    time: float
+    pod: str
+    node: str
+    plugin: str
+    reason: str
+    destination: str
+
+
+@dataclass
+class DeschedulerRow:
+    passes: int
+    moved: list[MovedRow]
+    notes: list[tuple[float, str]]
+
+
+@dataclass
 class SimReport:
     result: str
     """How the run ended: done, settled, until, deadlock, stuck or interrupted."""
@@ -108,6 +125,8 @@ class SimReport:
     warnings: list[str] = field(default_factory=list)
     gpus: list[GpuRow] = field(default_factory=list)
     """Every GPU card of a node that declares them, with what pods held of it."""
+    descheduler: DeschedulerRow | None = None
+    """What the descheduler moved and why (None when it did not run)."""
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
@@ -148,6 +167,7 @@ class SimReport:
                 lines.append(f"  {stuck.kind} {stuck.name} ({pods}): {stuck.reason}")
             if len(self.stuck) > SHOWN_ROWS:
                 lines.append(f"  ... and {len(self.stuck) - SHOWN_ROWS} more (--summary-json)")
+        lines += self._descheduler_lines()
         if self.foreign_pods:
             lines.append(f"{self.foreign_pods} pods name another scheduler and were left alone")
         for error in self.configuration_errors:
@@ -155,6 +175,19 @@ class SimReport:
         for warning in self.warnings:
             lines.append(f"warning: {warning}")
         return "\n".join(lines)
+
+    def _descheduler_lines(self) -> list[str]:
+        row = self.descheduler
+        if row is None:
+            return []
+        lines = [f"descheduler: {row.passes} passes, {len(row.moved)} pods evicted"]
+        for moved in row.moved[:SHOWN_ROWS]:
+            to = f" (fits {moved.destination})" if moved.destination else ""
+            lines.append(f"  t={moved.time:g}s {moved.pod} from {moved.node}{to}: {moved.reason}")
+        if len(row.moved) > SHOWN_ROWS:
+            lines.append(f"  ... and {len(row.moved) - SHOWN_ROWS} more (--summary-json)")
+        lines.extend(f"  t={t:g}s note: {note}" for t, note in row.notes[-SHOWN_ROWS:])
+        return lines
 
     def _queue_lines(self) -> list[str]:
         if not self.queues:
@@ -334,7 +367,26 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
         configuration_errors=list(outcome.config_errors),
         warnings=list(outcome.warnings),
         gpus=recorder.gpus.rows(outcome.end),
+        descheduler=_descheduler_row(sim),
     )
+
+
+def _descheduler_row(sim: Simulation) -> DeschedulerRow | None:
+    found = sim.descheduler
+    if found is None:
+        return None
+    moved = [
+        MovedRow(
+            m.time,
+            m.planned.key,
+            m.planned.node,
+            m.planned.plugin,
+            m.planned.reason,
+            m.planned.destination,
+        )
+        for m in found.moved
+    ]
+    return DeschedulerRow(found.passes, moved, list(found.notes))
 
 
 def _gang_rows(sim: Simulation) -> list[JobRow]:

@@ -56,8 +56,11 @@ class SimScheduler(Effects):
         config: ConfigSource,
         scheduler_names: tuple[str, ...],
         session_budget: int | None = None,
+        actor: str = SCHEDULER,
     ) -> None:
         self.store = store
+        self.actor = actor
+        """Who the store records as evicting (the descheduler keeps a replica of its own)."""
         self.config = config
         self.session_budget = session_budget
         """Tasks one session may place before it stops (``SessionBudget``); None: no limit."""
@@ -223,7 +226,7 @@ class SimScheduler(Effects):
                     eviction.name,
                     EVICTION_REFUSED,
                     refused,
-                    SCHEDULER,
+                    self.actor,
                     {
                         "node": pod.spec.node_name,
                         "job": meta.annotations.get(GROUP_NAME_ANNOTATION) or meta.name,
@@ -236,7 +239,7 @@ class SimScheduler(Effects):
         gone = self.store.delete(
             Pod,
             eviction.uid,
-            actor=SCHEDULER,
+            actor=self.actor,
             reason=eviction.reason,
             preemptor=eviction.preemptor,
         )

@@ -31,6 +31,7 @@ from asyncsched.api.volcano import GANG_CONDITION_TYPES
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.session_budget import session_budget_from_environment
 from asyncsched.backends.sim.agenda import Agenda
+from asyncsched.backends.sim.descheduler import SimDescheduler
 from asyncsched.backends.sim.disruption import DisruptionController
 from asyncsched.backends.sim.gc import GarbageCollector
 from asyncsched.backends.sim.hypernodes import HyperNodeDiscovery
@@ -47,6 +48,7 @@ from asyncsched.backends.sim.scheduler import SimScheduler
 from asyncsched.backends.sim.store import AlreadyExists, ObjectStore, Refused, key_of
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 from asyncsched.controllers.job import seeded_key_factory
+from asyncsched.descheduler.policy import Policy
 
 __all__ = ["Outcome", "SimEvent", "Simulation", "Stuck"]
 
@@ -109,7 +111,9 @@ class Simulation:
         on_event: Callable[[SimEvent], None] | None = None,
         keep_events: bool = True,
         session_budget: int | None = None,
+        descheduler: tuple[Policy, float] | None = None,
     ) -> None:
+        """``descheduler``: a descheduler policy and the virtual seconds between its passes."""
         self.config = config
         self.period = period
         self.agenda = Agenda()
@@ -134,6 +138,13 @@ class Simulation:
         self.warnings: list[str] = []
         """Controllers' warnings (a configuration they cannot use as given)."""
         self.controllers.append(HyperNodeDiscovery(self.store, self.warnings))
+        self.descheduler: SimDescheduler | None = None
+        if descheduler is not None:
+            policy, interval = descheduler
+            self.descheduler = SimDescheduler(
+                self.store, self.agenda, config, policy, interval, scheduler_names
+            )
+            self.descheduler.start()
         self.unsettled = 0
         """Instants at which the controllers never stopped working (a bug if not 0)."""
         self._session_due: float | None = None
@@ -208,6 +219,12 @@ class Simulation:
                 if result.deferred:  # cut short by its budget: the rest now, if it placed any
                     self._session_due = at if scheduler.changed else at + self.period
                 elif scheduler.dirty:
+                    self._again()
+            descheduler = self.descheduler
+            if descheduler is not None and descheduler.due:
+                descheduler.run_pass()
+                self._settle()
+                if scheduler.dirty:
                     self._again()
             if progress is not None:
                 progress(self)

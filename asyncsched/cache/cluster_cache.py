@@ -356,6 +356,13 @@ class ClusterCache:
         with gc_paused():
             return self._snapshots.take(self, now)
 
+    def trial_snapshot(self, now: float = 0.0) -> ClusterSnapshot:
+        """A snapshot of its own, for a trial session that changes it (the descheduler asks
+        whether a gang would be placed with some pods gone); the incremental snapshots and
+        the change log stay as they are."""
+        with gc_paused():
+            return self._snapshots.fresh(self, now)
+
 
 def _pod_key(pod: Pod) -> str:
     return f"{pod.metadata.namespace}/{pod.metadata.name}"

@@ -129,6 +129,12 @@ class Snapshots:
             snapshot.reference = fresh
         return snapshot
 
+    @staticmethod
+    def fresh(cache: ClusterCache, now: float) -> ClusterSnapshot:
+        """A snapshot built from scratch that shares nothing with the incremental ones and
+        leaves the cache's change log alone: for trials that change it."""
+        return _Build(cache, _Handed(), [], now).run(full=True)
+
 
 def _totals_differences(snapshot: ClusterSnapshot) -> list[str]:
     """The settled totals must equal the sums over the settled jobs, added up afresh."""

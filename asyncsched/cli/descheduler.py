@@ -127,13 +127,14 @@ def _options(args: argparse.Namespace, policy: Policy) -> DeschedulerOptions:
     except PolicyError as exc:
         raise CliError(str(exc), EXIT_BAD_INPUT) from None
     address = args.prometheus_url or policy.metrics_address
-    if not address:
+    load_aware = any(p.load_aware is not None for p in policy.profiles)
+    if load_aware and not address:
         raise CliError(
             f"{policy.source}: no Prometheus address: set LoadAware's metrics.address "
             "or --prometheus-url",
             EXIT_BAD_INPUT,
         )
-    if not address.startswith(("http://", "https://")):
+    if address and not address.startswith(("http://", "https://")):
         raise CliError(f"--prometheus-url: {address!r} is not an http(s) URL", EXIT_BAD_INPUT)
     return DeschedulerOptions(
         identity=args.identity,

@@ -74,6 +74,13 @@ class EvictionGuard:
         for budget in self.snapshot.disruption_budgets:
             self._budgets.setdefault(budget.namespace, []).append(budget)
 
+    def copy(self) -> EvictionGuard:
+        """A guard over copies of the books, for a search that may back out."""
+        return EvictionGuard(
+            self.snapshot, self.args, self.exclude_namespaces, self.include_namespaces,
+            dict(self.taken), dict(self.taken_roles), dict(self.spent), set(self.evicted),
+        )  # fmt: skip
+
     def unresolved(self) -> str:
         """Why the pass cannot run at all ("" if it can)."""
         if self.args.priority_threshold_name and self.threshold is None:
@@ -142,7 +149,7 @@ class EvictionGuard:
         left = job.n_ready - self.taken.get(task.job, 0) - 1
         if left < job.min_available:
             return (
-                f"its gang {job.key} would have {left} ready pods, below minMember "
+                f"its gang {job.shown_name()} would have {left} ready pods, below minMember "
                 f"{job.min_available}"
             )
         need = job.min_task_member.get(task.role)
@@ -152,7 +159,7 @@ class EvictionGuard:
             )
             left = ready - self.taken_roles.get((task.job, task.role), 0) - 1
             if left < need:
-                return f"role {task.role} of gang {job.key} would fall below minTaskMember {need}"
+                return f"role {task.role} of gang {job.shown_name()} would fall below minTaskMember {need}"
         return ""
 
     def _guarding(self, task: TaskInfo) -> list[DisruptionBudget]:

@@ -29,8 +29,9 @@ from asyncsched.backends.kube.client import KubeClient
 from asyncsched.backends.kube.metrics import serve_http
 from asyncsched.backends.kube.scheduler import KubeScheduler, SchedulerOptions
 from asyncsched.backends.prometheus import PrometheusClient, PrometheusError, Queries
+from asyncsched.descheduler.defrag import gang_placed_without
 from asyncsched.descheduler.passes import deschedule
-from asyncsched.descheduler.plan import Plan
+from asyncsched.descheduler.plan import Plan, UsageFigures
 from asyncsched.descheduler.policy import Policy
 from asyncsched.descheduler.schedule import Cron, next_run
 
@@ -103,6 +104,12 @@ class KubeDescheduler:
         self.prometheus = PrometheusClient(options.prometheus)
         self.metrics = DeschedulerMetrics()
         self.passes = 0
+        self.needs_usage = any(p.load_aware is not None for p in policy.profiles)
+        self.config = config
+
+    def _verify(self, job: str, victims: list[str], needed: int) -> bool:
+        trial = self.shell.cache.trial_snapshot(now=time.time())
+        return gang_placed_without(trial, job, victims, needed, self.config.current)
 
     def is_leader(self) -> bool:
         return self.shell.is_leader()
@@ -151,17 +158,23 @@ class KubeDescheduler:
         self.passes += 1
         self.metrics.passes.inc()
         snapshot = self.shell.cache.snapshot(now=time.time())
-        try:
-            usage = await self.prometheus.usage(self.options.queries, list(snapshot.nodes))
-        except PrometheusError as exc:
-            self.metrics.no_data.inc()
-            log.warning("descheduling pass %d evicts nothing: %s", self.passes, exc)
-            plan = Plan(notes=(f"no usage figures, nothing evicted: {exc}",))
-            self._show(plan)
-            return plan
-        plan = await asyncio.to_thread(deschedule, snapshot, usage, self.policy)
-        if not usage.nodes:
-            self.metrics.no_data.inc()
+        usage: UsageFigures | None = None
+        if self.needs_usage:
+            try:
+                usage = await self.prometheus.usage(self.options.queries, list(snapshot.nodes))
+            except PrometheusError as exc:
+                self.metrics.no_data.inc()
+                log.warning("descheduling pass %d: LoadAware evicts nothing: %s", self.passes, exc)
+            else:
+                if not usage.nodes:
+                    self.metrics.no_data.inc()
+                    log.warning(
+                        "descheduling pass %d: Prometheus has no node usage in the window: %s",
+                        self.passes, "; ".join(usage.problems) or "empty answer",
+                    )  # fmt: skip
+        # On the loop, not in a thread: the defragmentation check reads the cache, which the
+        # informers change between awaits.
+        plan = deschedule(snapshot, usage, self.policy, self._verify)
         for note in plan.notes:
             log.info("pass %d: %s", self.passes, note)
         if not self.options.dry_run:

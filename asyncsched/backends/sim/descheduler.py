@@ -22,6 +22,7 @@ from asyncsched.backends.sim.agenda import Agenda
 from asyncsched.backends.sim.fields import usage_in
 from asyncsched.backends.sim.scheduler import SimScheduler
 from asyncsched.backends.sim.store import EPOCH, ObjectStore
+from asyncsched.descheduler.defrag import gang_placed_without
 from asyncsched.descheduler.passes import deschedule
 from asyncsched.descheduler.plan import NodeUsage, PlannedEviction, PodUsage, UsageFigures
 from asyncsched.descheduler.policy import Policy
@@ -85,7 +86,7 @@ class SimDescheduler:
         now = self.agenda.now
         self.passes += 1
         snapshot = self.shell.cache.snapshot(now=EPOCH + now)
-        plan = deschedule(snapshot, usage_of(snapshot, self.store), self.policy)
+        plan = deschedule(snapshot, usage_of(snapshot, self.store), self.policy, self._verify)
         self.shell.now = now
         evicted = 0
         for planned in plan.evictions:
@@ -105,6 +106,10 @@ class SimDescheduler:
             or self.agenda.next_time() is not None
         ):
             self.agenda.at(now + self.interval, self._wake)
+
+    def _verify(self, job: str, victims: list[str], needed: int) -> bool:
+        trial = self.shell.cache.trial_snapshot(now=EPOCH + self.agenda.now)
+        return gang_placed_without(trial, job, victims, needed, self.config.current)
 
 
 def usage_of(snapshot: ClusterSnapshot, store: ObjectStore) -> UsageFigures:

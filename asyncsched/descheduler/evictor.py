@@ -159,7 +159,8 @@ class EvictionGuard:
             )
             left = ready - self.taken_roles.get((task.job, task.role), 0) - 1
             if left < need:
-                return f"role {task.role} of gang {job.shown_name()} would fall below minTaskMember {need}"
+                gang = job.shown_name()
+                return f"role {task.role} of gang {gang} would fall below minTaskMember {need}"
         return ""
 
     def _guarding(self, task: TaskInfo) -> list[DisruptionBudget]:

@@ -122,7 +122,9 @@ class EvictionGuard:
         if task.priority >= SYSTEM_CRITICAL and not self.args.evict_system_critical_pods:
             return "is system-critical"
         volumes = spec.volumes
-        if self.args.ignore_pvc_pods and any(v.persistent_volume_claim for v in volumes):
+        if self.args.ignore_pvc_pods and any(
+            v.persistent_volume_claim is not None for v in volumes
+        ):
             return "uses a PersistentVolumeClaim (ignorePvcPods)"
         if not self.args.evict_local_storage_pods and any(
             v.empty_dir is not None or v.host_path is not None for v in volumes

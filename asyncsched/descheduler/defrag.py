@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from asyncsched.descheduler.evictor import EvictionGuard
+from asyncsched.descheduler.evictor import EvictionGuard, owner_of
 from asyncsched.descheduler.fit import Room, static_fit
 from asyncsched.descheduler.plan import Plan, PlannedEviction
 from asyncsched.descheduler.policy import DEFRAGMENTATION, DefragArgs
@@ -104,6 +104,8 @@ def detect_defrag(
                         f"({missing} pods waiting {waited:.0f}s, room in total but no placement)"
                     ),
                     destination=destination,
+                    owner=owner_of(task),
+                    siblings=guard.siblings(task),
                 )
             )
         return Plan(tuple(evictions), notes=tuple(notes))

@@ -13,6 +13,10 @@ Added here, and kept for the whole pass:
 - gangs: a pod of a PodGroup is evicted only while its group keeps at least
   minMember ready pods (and each role its minTaskMember), counting the pass's
   own earlier evictions;
+- ``volcano.sh/preemptable: "false"`` keeps a pod where it is, as it keeps it from
+  preemption and reclaim;
+- a pod is not moved off a node where the replacement of the last pod moved off it for
+  the same owner came straight back (the scheduler would only put it back again);
 - PodDisruptionBudgets: a guarded pod is evicted only while its budget allows
   one more disruption, counting the pass's own; a pod two budgets guard is
   never evicted (the Eviction API refuses it).
@@ -20,18 +24,27 @@ Added here, and kept for the whole pass:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from asyncsched.descheduler.policy import EvictorArgs
 from asyncsched.model import ClusterSnapshot, DisruptionBudget, TaskInfo, TaskStatus
 
-__all__ = ["SYSTEM_CRITICAL", "EvictionGuard"]
+__all__ = ["SYSTEM_CRITICAL", "EvictionGuard", "owner_of"]
 
 SYSTEM_CRITICAL = 2_000_000_000
 """Priorities from here up are system-critical (Kubernetes' SystemCriticalPriority)."""
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _RUNNING = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+
+
+def owner_of(task: TaskInfo) -> str:
+    """The controller that makes the pod again (``Kind/namespace/name``), "" if none."""
+    for ref in task.pod.metadata.owner_references:
+        if ref.controller:
+            return f"{ref.kind}/{task.namespace}/{ref.name}"
+    return ""
 
 
 @dataclass
@@ -49,6 +62,8 @@ class EvictionGuard:
     """Per budget key, disruptions the pass spends."""
     evicted: set[str] = field(default_factory=set)
     """Pods the pass already evicts (another profile or plugin may not count them again)."""
+    history: Mapping[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    """(owner, node) -> the owner's pods on that node when an earlier pass moved one off."""
 
     def sharing(
         self, args: EvictorArgs, exclude: frozenset[str], include: frozenset[str]
@@ -79,6 +94,7 @@ class EvictionGuard:
         return EvictionGuard(
             self.snapshot, self.args, self.exclude_namespaces, self.include_namespaces,
             dict(self.taken), dict(self.taken_roles), dict(self.spent), set(self.evicted),
+            self.history,
         )  # fmt: skip
 
     def unresolved(self) -> str:
@@ -96,7 +112,7 @@ class EvictionGuard:
             return "already evicted by this pass"
         if task.status not in _RUNNING:
             return f"is {task.status.value}"
-        why = self._kind_of_pod(task) or self._policy(task)
+        why = self._kind_of_pod(task) or self._policy(task) or self._came_back(task)
         return why or self._gang(task) or self._budget(task)
 
     def take(self, task: TaskInfo) -> None:
@@ -132,7 +148,31 @@ class EvictionGuard:
             return "has local storage (evictLocalStoragePods is false)"
         return ""
 
+    def _came_back(self, task: TaskInfo) -> str:
+        """A pod whose owner had a pod moved off this node before, and whose replacement the
+        scheduler put straight back here: moving another would only go round again."""
+        owner = owner_of(task)
+        were = self.history.get((owner, task.node_name)) if owner else None
+        if were is None:
+            return ""
+        node = self.snapshot.nodes.get(task.node_name)
+        if node is None:
+            return ""
+        if any(owner_of(t) == owner and t.uid not in were for t in node.tasks.values()):
+            return f"the last pod moved off {task.node_name} for its owner came straight back"
+        return ""
+
+    def siblings(self, task: TaskInfo) -> frozenset[str]:
+        """The pods of ``task``'s owner on its node (kept in the history of a move)."""
+        node = self.snapshot.nodes.get(task.node_name)
+        owner = owner_of(task)
+        if node is None or not owner:
+            return frozenset()
+        return frozenset(t.uid for t in node.tasks.values() if owner_of(t) == owner)
+
     def _policy(self, task: TaskInfo) -> str:
+        if not task.preemptable:
+            return "volcano.sh/preemptable is false"
         if self.threshold is not None and task.priority >= self.threshold:
             return f"priority {task.priority} is not below priorityThreshold {self.threshold}"
         if task.namespace in self.exclude_namespaces:

@@ -20,9 +20,10 @@ and PodDisruptionBudgets are respected (``asyncsched.descheduler.evictor``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from asyncsched.descheduler.evictor import EvictionGuard
+from asyncsched.descheduler.evictor import EvictionGuard, owner_of
 from asyncsched.descheduler.fit import Room, static_fit
 from asyncsched.descheduler.plan import NodeLoad, Plan, PlannedEviction, PodUsage, UsageFigures
 from asyncsched.descheduler.policy import LOAD_AWARE, EvictorArgs, LoadAwareArgs
@@ -137,7 +138,7 @@ def _thresholds(nodes: list[_Node], args: LoadAwareArgs) -> None:
     for n in nodes:
         for r in _NAMES:
             if r not in args.thresholds:  # an unset resource neither holds back nor triggers
-                n.low[r], n.high[r] = 100.0, 100.0
+                n.low[r], n.high[r] = math.inf, math.inf
                 continue
             if deviation:
                 n.low[r] = _clamp(mean[r] - args.thresholds[r])
@@ -238,6 +239,8 @@ def _evict(
                     plugin=LOAD_AWARE,
                     reason=reason,
                     destination=destination,
+                    owner=owner_of(task),
+                    siblings=guard.siblings(task),
                     cpu=figures.cpu,
                     memory=figures.memory,
                 )

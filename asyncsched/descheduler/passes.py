@@ -9,6 +9,8 @@ ask the scheduling core (``verify``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from asyncsched.descheduler.defrag import Verify, detect_defrag
 from asyncsched.descheduler.evictor import EvictionGuard
 from asyncsched.descheduler.loadaware import detect_load
@@ -24,9 +26,11 @@ def deschedule(
     usage: UsageFigures | None,
     policy: Policy,
     verify: Verify | None = None,
+    history: Mapping[tuple[str, str], frozenset[str]] | None = None,
 ) -> Plan:
     """Everything the policy's plugins would evict now (``usage`` None: no figures, so
-    LoadAware decides nothing; ``verify`` None: no defragmentation)."""
+    LoadAware decides nothing; ``verify`` None: no defragmentation; ``history``: the owner's
+    pods on a node when an earlier pass moved one off, see ``EvictionGuard.history``)."""
     plan = Plan()
     books: EvictionGuard | None = None
     for profile in policy.profiles:
@@ -34,7 +38,9 @@ def deschedule(
         exclude = load.exclude_namespaces if load is not None else frozenset()
         include = load.include_namespaces if load is not None else frozenset()
         if books is None:
-            guard = books = EvictionGuard(snapshot, profile.evictor, exclude, include)
+            guard = books = EvictionGuard(
+                snapshot, profile.evictor, exclude, include, history=history or {}
+            )
         else:
             guard = books.sharing(profile.evictor, exclude, include)
         if load is not None:

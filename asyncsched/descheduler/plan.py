@@ -55,6 +55,10 @@ class PlannedEviction:
     cpu: float = 0.0
     """Its usage (cores), the figure taken off its node."""
     memory: float = 0.0
+    owner: str = ""
+    """The controller that makes it again (``Kind/namespace/name``)."""
+    siblings: frozenset[str] = frozenset()
+    """Its owner's pods on its node when it was chosen (for the next passes' history)."""
 
     def eviction(self) -> Eviction:
         return Eviction(self.key, self.namespace, self.name, self.reason)

@@ -104,6 +104,8 @@ class KubeDescheduler:
         self.prometheus = PrometheusClient(options.prometheus)
         self.metrics = DeschedulerMetrics()
         self.passes = 0
+        self.history: dict[tuple[str, str], frozenset[str]] = {}
+        """(owner, node) -> the owner's pods there when a pass last moved one off it."""
         self.needs_usage = any(p.load_aware is not None for p in policy.profiles)
         self.config = config
 
@@ -174,12 +176,13 @@ class KubeDescheduler:
                     )  # fmt: skip
         # On the loop, not in a thread: the defragmentation check reads the cache, which the
         # informers change between awaits.
-        plan = deschedule(snapshot, usage, self.policy, self._verify)
+        plan = deschedule(snapshot, usage, self.policy, self._verify, self.history)
         for note in plan.notes:
             log.info("pass %d: %s", self.passes, note)
         if not self.options.dry_run:
             for planned in plan.evictions:
                 if self.shell.evict(planned.eviction()):
+                    self.history[(planned.owner, planned.node)] = planned.siblings
                     self.metrics.evictions.labels(planned.plugin).inc()
                     log.info("evicting %s from %s: %s", planned.key, planned.node, planned.reason)
         self._show(plan)

@@ -70,6 +70,7 @@ class SimDescheduler:
         waits = [p.defrag.waiting_threshold for p in policy.profiles if p.defrag is not None]
         self._idle_passes_allowed = math.ceil(max(waits) / interval) + 1 if waits else 0
         self._idle = 0
+        self.history: dict[tuple[str, str], frozenset[str]] = {}
         self.due = False
         """A pass is due at this instant (run by the Simulation once the instant settled)."""
 
@@ -86,13 +87,15 @@ class SimDescheduler:
         now = self.agenda.now
         self.passes += 1
         snapshot = self.shell.cache.snapshot(now=EPOCH + now)
-        plan = deschedule(snapshot, usage_of(snapshot, self.store), self.policy, self._verify)
+        usage = usage_of(snapshot, self.store)
+        plan = deschedule(snapshot, usage, self.policy, self._verify, self.history)
         self.shell.now = now
         evicted = 0
         for planned in plan.evictions:
             if self.shell.evict(planned.eviction()):
                 evicted += 1
                 self.moved.append(Moved(now, planned))
+                self.history[(planned.owner, planned.node)] = planned.siblings
         for note in plan.notes:
             if not self.notes or self.notes[-1][1] != note:
                 self.notes.append((now, note))
@@ -131,9 +134,9 @@ def usage_of(snapshot: ClusterSnapshot, store: ObjectStore) -> UsageFigures:
             pods[task.uid] = PodUsage(pod_cpu / 1000.0, pod_memory)
             cpu += pod_cpu
             memory += pod_memory
-        alloc = info.allocatable
+        alloc = info.allocatable  # a node uses at most all it has, whatever its pods declare
         nodes[name] = NodeUsage(
-            cpu / alloc.get(CPU) if alloc.get(CPU) else 0.0,
-            memory / alloc.get(MEMORY) if alloc.get(MEMORY) else 0.0,
+            min(1.0, cpu / alloc.get(CPU)) if alloc.get(CPU) else 0.0,
+            min(1.0, memory / alloc.get(MEMORY)) if alloc.get(MEMORY) else 0.0,
         )
     return UsageFigures(nodes, pods)

@@ -38,10 +38,13 @@ from tests.scenarios.properties.world import World
 __all__ = ["Checker", "default_invariants"]
 
 
-def default_invariants(*, conformance: bool = True, pdb: bool = False) -> list[Invariant]:
-    """Every invariant; ``conformance``, ``pdb``: the configuration has that plugin."""
+def default_invariants(
+    *, conformance: bool = True, pdb: bool = False, descheduler: bool = False
+) -> list[Invariant]:
+    """Every invariant; ``conformance``, ``pdb``: the configuration has that plugin;
+    ``descheduler``: a descheduler runs too."""
     return [
-        RunEnds(jobs=steering.CHECK_PENDING_JOBS),
+        RunEnds(jobs=steering.CHECK_PENDING_JOBS, descheduler=descheduler),
         NamesAndUidsUnique(uids=steering.CHECK_UIDS),
         NodesNeverOverfull(),
         GpusNeverOverfull(),

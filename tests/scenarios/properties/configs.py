@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-__all__ = ["evicting_configs", "with_pdb"]
+__all__ = ["descheduler_policies", "evicting_configs", "with_pdb"]
 
 ACTIONS = (
     "enqueue, allocate, preempt, reclaim, backfill",
@@ -77,3 +77,44 @@ def with_pdb(config: str) -> str:
     first = lines.index("- plugins:")
     end = next((i for i in range(first + 1, len(lines)) if lines[i] == "- plugins:"), len(lines))
     return "\n".join([*lines[:end], "  - name: pdb", *lines[end:]]) + "\n"
+
+
+@st.composite
+def descheduler_policies(draw: st.DrawFn) -> str:
+    """A DeschedulerPolicy's YAML text: LoadAware with thresholds low enough to act on
+    generated clusters (usage is what pods request), sometimes GangDefragmentation."""
+    low = draw(st.integers(10, 50))
+    high = draw(st.integers(low, min(low + 30, 100)))
+    names = draw(st.sampled_from((("cpu",), ("memory",), ("cpu", "memory"))))
+    low_marks = ", ".join(f"{n}: {low}" for n in names)
+    high_marks = ", ".join(f"{n}: {high}" for n in names)
+    plugins = ["LoadAware"]
+    lines = [
+        "apiVersion: descheduler/v1alpha2",
+        "kind: DeschedulerPolicy",
+        "profiles:",
+        "- name: generated",
+        "  pluginConfig:",
+        "  - name: DefaultEvictor",
+        "    args:",
+        f"      nodeFit: {str(draw(st.integers(0, 3)) > 0).lower()}",
+    ]
+    if draw(st.booleans()):
+        lines.append(f"      priorityThreshold: {{value: {draw(st.integers(0, 2000))}}}")
+    lines += [
+        "  - name: LoadAware",
+        "    args:",
+        f"      thresholds: {{{low_marks}}}",
+        f"      targetThresholds: {{{high_marks}}}",
+        f"      numberOfNodes: {draw(st.integers(0, 1))}",
+    ]
+    if draw(st.integers(0, 2)) == 0:
+        plugins.append("GangDefragmentation")
+        lines += [
+            "  - name: GangDefragmentation",
+            "    args:",
+            f"      waitingThreshold: {draw(st.integers(5, 40))}s",
+            f"      maxEvictions: {draw(st.integers(1, 4))}",
+        ]
+    lines += ["  plugins:", "    balance:", f"      enabled: [{', '.join(plugins)}]"]
+    return "\n".join(lines) + "\n"

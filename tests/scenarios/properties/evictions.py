@@ -18,6 +18,7 @@ from tests.scenarios.properties.ledger import Ledger, PodKey, PodRecord
 from tests.scenarios.properties.world import PODS, PodFacts
 
 __all__ = [
+    "DeschedulerVictims",
     "EvictedOnce",
     "EvictionKeepsGangs",
     "EvictionKeepsGuarantees",
@@ -33,6 +34,7 @@ def eviction_invariants(*, conformance: bool) -> list[Invariant]:
     return [
         EvictedOnce(),
         VictimsAllowed(conformance=conformance),
+        DeschedulerVictims(),
         EvictionKeepsGangs(),
         EvictionKeepsGuarantees(),
     ]
@@ -83,7 +85,7 @@ class VictimsAllowed(Invariant):
             return
         pod = ledger.pod(event)
         facts = pod.facts if pod is not None else None
-        if facts is None:
+        if facts is None or _descheduled(event):
             return
         obj = _pod(event)
         if not facts.preemptable:
@@ -112,6 +114,34 @@ class VictimsAllowed(Invariant):
             self.fail(ledger, obj, f"reclaimed within queue {mine.queue} for {by}")
 
 
+def _descheduled(event: Mapping[str, Any]) -> bool:
+    return event.get("by") == "descheduler"
+
+
+class DeschedulerVictims(Invariant):
+    """The descheduler evicts only pods something makes again (a controller owns them), and
+    never one whose ``volcano.sh/preemptable`` says false; it names no preemptor. (Its gang
+    and budget rules are EvictionKeepsGangs' and EvictionKeepsBudgets', which judge every
+    eviction.)"""
+
+    name = "descheduler victims"
+
+    def before(self, event: Mapping[str, Any], ledger: Ledger) -> None:
+        if event["kind"] != "Pod" or event["event"] != "evicted" or not _descheduled(event):
+            return
+        pod = ledger.pod(event)
+        facts = pod.facts if pod is not None else None
+        if facts is None:
+            return
+        obj = _pod(event)
+        if facts.controller is None:
+            self.fail(ledger, obj, "descheduled although nothing would make it again")
+        if not facts.preemptable:
+            self.fail(ledger, obj, "descheduled although volcano.sh/preemptable is false")
+        if event.get("preemptor"):
+            self.fail(ledger, obj, f"descheduled for a preemptor ({event['preemptor']})")
+
+
 _RUN = ("evicted", "bound")
 """Events of one session's outcome: its evictions, then its binds."""
 
@@ -129,11 +159,17 @@ class _SessionRun:
 class _AfterEvictions(Invariant):
     """Collects a run of evictions and the binds after them; ``judge`` at its end."""
 
+    descheduler = True
+    """Whether the descheduler's evictions are judged too."""
+
     def __init__(self) -> None:
         self.run: _SessionRun | None = None
 
     def before(self, event: Mapping[str, Any], ledger: Ledger) -> None:
         if event["kind"] != "Pod" or event["event"] not in _RUN:
+            self._close(ledger)
+            return
+        if not self.descheduler and _descheduled(event):
             self._close(ledger)
             return
         pod = ledger.pod(event)
@@ -203,6 +239,7 @@ class EvictionKeepsGuarantees(_AfterEvictions):
     pipelined, for the room) and counts for the queue, as the scheduler counts it."""
 
     name = "queue guarantee"
+    descheduler = False  # the descheduler does not weigh queue guarantees (README)
 
     def judge(self, run: _SessionRun, ledger: Ledger) -> None:
         taken: dict[str, Amounts] = {}

@@ -17,6 +17,7 @@ from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim import Outcome, Simulation
 from asyncsched.backends.sim.manifests import check_references, parse_manifests
 from asyncsched.backends.sim.objects import Manifest
+from asyncsched.descheduler.policy import parse_policy
 from asyncsched.framework import Registry
 from asyncsched.model import kernels
 from tests.scenarios.properties import steering
@@ -47,6 +48,7 @@ def simulate(
     checked: bool = True,
     wall_seconds: float = WALL_SECONDS,
     session_budget: int | None = None,
+    descheduler: tuple[str, float] | None = None,
 ) -> Run:
     """Simulate ``text`` until it ends or ``horizon``; with ``checked``, every event goes
     through a default ``Checker`` and a broken invariant raises ``Violation``.
@@ -55,7 +57,9 @@ def simulate(
     such a text gets the pdb plugin when ``text`` has PodDisruptionBudgets (see steering).
 
     A run still going after ``wall_seconds`` of real time is stopped with a ``run ends``
-    Violation: a simulator that spins at one instant never reaches the horizon."""
+    Violation: a simulator that spins at one instant never reaches the horizon.
+
+    ``descheduler``: a DeschedulerPolicy's text and the seconds between its passes."""
     manifests = parse_manifests(text, "generated.yaml")
     check_references(manifests)
     if config is not None and "\n" in config:
@@ -65,9 +69,11 @@ def simulate(
             written = Path(folder) / "generated-config.yaml"
             written.write_text(config)
             source = ConfigSource(Registry(), written)
-            return _simulate(manifests, source, horizon, checked, wall_seconds, session_budget)
+            return _simulate(
+                manifests, source, horizon, checked, wall_seconds, session_budget, descheduler
+            )
     source = ConfigSource(Registry(), CONFIGS / config if config else None)
-    return _simulate(manifests, source, horizon, checked, wall_seconds, session_budget)
+    return _simulate(manifests, source, horizon, checked, wall_seconds, session_budget, descheduler)
 
 
 def _simulate(
@@ -77,6 +83,7 @@ def _simulate(
     checked: bool,
     wall_seconds: float,
     session_budget: int | None = None,
+    descheduler: tuple[str, float] | None = None,
 ) -> Run:
     encoder = msgspec.json.Encoder()
     lines: list[bytes] = []
@@ -87,13 +94,22 @@ def _simulate(
         if checker is not None:
             checker.feed(event)
 
-    sim = Simulation(manifests, source, on_event=on_event, session_budget=session_budget)
+    policy = None
+    if descheduler is not None:
+        policy = (parse_policy(descheduler[0], "generated-policy.yaml"), descheduler[1])
+    sim = Simulation(
+        manifests, source, on_event=on_event, session_budget=session_budget, descheduler=policy
+    )
     if checked:
         configuration = source.current.configuration
         plugins = configuration.plugin_names()
         checker = Checker(
             SimWorld(sim),
-            default_invariants(conformance="conformance" in plugins, pdb="pdb" in plugins),
+            default_invariants(
+                conformance="conformance" in plugins,
+                pdb="pdb" in plugins,
+                descheduler=descheduler is not None,
+            ),
         )
         capacity = [p for tier in configuration.tiers for p in tier.plugins if p.name == "capacity"]
         if capacity:

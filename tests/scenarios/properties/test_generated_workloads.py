@@ -20,7 +20,8 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from asyncsched.model import kernels
-from tests.scenarios.properties.configs import evicting_configs
+from tests.scenarios.properties.configs import descheduler_policies, evicting_configs
+from tests.scenarios.properties.descheduling import descheduling_inputs
 from tests.scenarios.properties.pressure import pressure_inputs
 from tests.scenarios.properties.runner import kernels_used, simulate
 from tests.scenarios.properties.workloads import Input, inputs
@@ -71,6 +72,27 @@ def test_invariants_hold_when_evictions_meet_disruption_budgets(
     event("pods evicted: " + ("5 or more" if evicted >= 5 else str(evicted)))
     refused = run.events.count(b'"event":"refused"')
     event("evictions refused: " + ("some" if refused else "none"))
+
+
+@settings(max_examples=max(10, settings().max_examples // 4))
+@given(
+    st.one_of(*[descheduling_inputs()] * 4, inputs(), pressure_inputs()),
+    st.sampled_from([None, "binpack-config.yaml"]) | evicting_configs(),
+    descheduler_policies(),
+    st.sampled_from([10.0, 25.0]),
+)
+def test_invariants_hold_with_the_descheduler(
+    workload: Input, config: str | None, policy: str, interval: float
+) -> None:
+    """The descheduler's passes among the scheduler's sessions: no gang below minMember, no
+    budget broken, only pods a controller makes again (DeschedulerVictims), and every other
+    invariant still holds."""
+    text = workload.yaml()
+    note(text)
+    note(policy)
+    run = simulate(text, horizon=workload.horizon, config=config, descheduler=(policy, interval))
+    moved = run.events.count(b'"by":"descheduler"')
+    event("pods descheduled: " + ("3 or more" if moved >= 3 else str(moved)))
 
 
 @settings(max_examples=max(10, settings().max_examples // 2))

@@ -12,6 +12,7 @@ import pytest
 from tests.scenarios.properties.budgets import EvictionKeepsBudgets, NoEvictionRefused
 from tests.scenarios.properties.checker import Checker
 from tests.scenarios.properties.evictions import (
+    DeschedulerVictims,
     EvictedOnce,
     EvictionKeepsGangs,
     EvictionKeepsGuarantees,
@@ -356,6 +357,7 @@ def test_later_capabilities_add_their_own_invariants() -> None:
         PendingPodsHaveReasons,
         EvictedOnce,
         VictimsAllowed,
+        DeschedulerVictims,
         EvictionKeepsGangs,
         EvictionKeepsGuarantees,
         EvictionKeepsBudgets,
@@ -594,3 +596,25 @@ def test_gpu_cards_freed_when_a_pod_completes() -> None:
     pods = {"a": facts(gpu_cards=(("G1", 900, 100),)), "b": facts(gpu_cards=(("G1", 900, 100),))}
     events = [*bind(0, "a"), ev(5, "completed", "a", node="n0"), *bind(6, "b")]
     run(gpu_world(**pods), [ev(0, "submitted", "a"), ev(0, "submitted", "b"), *events])
+
+
+def test_descheduler_moves_only_what_a_controller_makes_again() -> None:
+    owned = facts(controller=("ReplicaSet", "web", "uid-web"))
+    running = [ev(0, "submitted", "a"), ev(0, "bound", "a", node="n0"), ev(0, "started", "a")]
+    moved = ev(5, "evicted", "a", node="n0", reason="LoadAware", by="descheduler")
+    run(world(a=owned), [*running, moved], invariants=[DeschedulerVictims(), VictimsAllowed(
+        conformance=True)])  # fmt: skip
+    with pytest.raises(Violation, match="nothing would make it again"):
+        run(world(a=facts()), [*running, moved], invariants=[DeschedulerVictims()])
+    keep = facts(controller=("ReplicaSet", "web", "uid-web"), preemptable=False)
+    with pytest.raises(Violation, match="preemptable is false"):
+        run(world(a=keep), [*running, moved], invariants=[DeschedulerVictims()])
+
+
+def test_a_run_the_descheduler_keeps_going_may_reach_its_horizon() -> None:
+    owned = facts(controller=("ReplicaSet", "web", "uid-web"))
+    running = [ev(0, "submitted", "a"), ev(0, "bound", "a", node="n0")]
+    moved = ev(5, "evicted", "a", node="n0", by="descheduler")
+    run(world(a=owned), [*running, moved], Outcome("until"), [RunEnds(descheduler=True)])
+    with pytest.raises(Violation, match="did not end by itself"):
+        run(world(a=owned), running, Outcome("until"), [RunEnds(descheduler=True)])

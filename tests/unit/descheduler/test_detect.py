@@ -165,3 +165,23 @@ def test_node_fit_counts_real_usage_of_the_destination() -> None:
         {"default/big": PodUsage(2.5, 2**30)},
     )
     assert deschedule(snap, usage, policy()).evictions == ()
+
+
+def test_a_pod_whose_predecessor_came_straight_back_stays() -> None:
+    first = snapshot(*NODES, running("a", "hot"), running("b", "hot"))
+    plan = deschedule(first, figures(hot=1.0, a=0.5, b=0.5), policy(node_fit=False))
+    moved = plan.evictions[0]
+    history = {(moved.owner, moved.node): moved.siblings}
+    # The scheduler put the replacement (c) straight back on the hot node.
+    gone = "a" if moved.key == "default/a" else "b"
+    left = "b" if gone == "a" else "a"
+    again = snapshot(*NODES, running(left, "hot"), running("c", "hot"))
+    usage = figures(hot=1.0, **{left: 0.5, "c": 0.5})
+    plan = deschedule(again, usage, policy(node_fit=False), history=history)
+    assert plan.evictions == ()
+    assert any("came straight back" in why for _, why in plan.kept)
+    # Without the replacement on that node, another pod of the owner may still go.
+    elsewhere = snapshot(*NODES, running(left, "hot"))
+    plan = deschedule(elsewhere, figures(hot=1.0, **{left: 0.5}), policy(node_fit=False),
+                      history=history)  # fmt: skip
+    assert [e.key for e in plan.evictions] == [f"default/{left}"]

@@ -35,7 +35,7 @@ __all__ = ["detect_load"]
 _NAMES = (CPU, MEMORY, PODS)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Node:
     info: NodeInfo
     usage: dict[str, float]
@@ -256,23 +256,22 @@ def _destination(
     room: Room,
 ) -> str:
     """The node the pod would go to: first an under-used one, then any other whose usage stays
-    under its targets with the pod's usage added; "" if none."""
-    ordered = sorted(by_name.values(), key=lambda n: (n not in low, n.usage[CPU], n.name))
+    under its targets with the pod's usage added; "" if none. The cheap tests first: the
+    scheduler's rules are checked only on a node with the room."""
+    under = {n.name for n in low}
+    ordered = sorted(by_name.values(), key=lambda n: (n.name not in under, n.usage[CPU], n.name))
     for node in ordered:
-        if (
-            node.name == source.name
-            or static_fit(task, node.info)
-            or not room.fits(task, node.name)
-        ):
+        if node.name == source.name:
             continue
+        cap = node.capacity
         added = {
-            CPU: 100.0 * figures.cpu / node.capacity[CPU] if node.capacity[CPU] else 0.0,
-            MEMORY: 100.0 * figures.memory / node.capacity[MEMORY]
-            if node.capacity[MEMORY]
-            else 0.0,
-            PODS: 100.0 / node.capacity[PODS] if node.capacity[PODS] else 0.0,
+            CPU: 100.0 * figures.cpu / cap[CPU] if cap[CPU] else 0.0,
+            MEMORY: 100.0 * figures.memory / cap[MEMORY] if cap[MEMORY] else 0.0,
+            PODS: 100.0 / cap[PODS] if cap[PODS] else 0.0,
         }
         if any(node.usage[r] + added[r] > node.high[r] for r in _NAMES):
+            continue
+        if not room.fits(task, node.name) or static_fit(task, node.info):
             continue
         room.add(task, node.name)
         room.remove(task, source.name)

@@ -4,6 +4,8 @@
   ASYNCSCHED_E2E_BED=<dir> reuses a bed started by hand (`python -m tests.e2e.testbed
   start --dir <dir>`) and leaves it running.
 - `kube`: an admin ApiClient and a fresh namespace for one test, deleted afterwards.
+- `prometheus`: a real Prometheus (Debian's) and the usage exporter of the fake nodes, for
+  the tests of one module, stopped afterwards (see prometheus.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.e2e import kubeops
 from tests.e2e.procs import StartupError
+from tests.e2e.prometheus import Prometheus
 from tests.e2e.testbed import Testbed
 
 
@@ -42,6 +45,19 @@ def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
         yield bed
     finally:
         bed.stop()
+
+
+@pytest.fixture(scope="module")
+def prometheus(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    prom = Prometheus(tmp_path_factory.mktemp("prometheus"), testbed.kubeconfig)
+    try:
+        prom.start()  # stops what it started if it fails
+    except StartupError as exc:
+        pytest.fail(f"Prometheus did not start (this is a failure, not a skip):\n{exc}")
+    try:
+        yield prom
+    finally:
+        prom.stop()
 
 
 @dataclass

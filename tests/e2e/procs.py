@@ -53,6 +53,7 @@ class Component:
     log: Path
     pid: int | None = None
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    cwd: Path | None = None
 
     def start(self, die_with_parent: bool) -> None:
         with self.log.open("ab") as out:
@@ -63,6 +64,7 @@ class Component:
             self.proc = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,
+                cwd=self.cwd,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # own process group: killpg reaches its children

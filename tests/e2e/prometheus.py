@@ -188,6 +188,10 @@ class Prometheus:
         """An instant query's values by one label."""
         return {s["metric"].get(label, ""): float(s["value"][1]) for s in self.query(promql)}
 
+    def metadata(self, metric: str) -> list[dict[str, Any]]:
+        """What the scraped targets declared of a metric (# TYPE, # HELP), samples or not."""
+        return list(self.get("/api/v1/metadata", metric=metric).get(metric, []))
+
     async def wait_query(self, promql: str, timeout: float, what: str = "") -> list[dict[str, Any]]:
         """Polls an instant query until it returns samples."""
         deadline = time.monotonic() + timeout

@@ -13,6 +13,7 @@ from typing import Protocol
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from asyncsched.backends.kube.pending_reasons import count_reasons
 from asyncsched.backends.kube.volcano_metrics import VolcanoMetrics
 from asyncsched.framework import SessionResult
 from asyncsched.framework.results import PluginGauge
@@ -61,6 +62,14 @@ class Metrics:
         )
         self.leader = Gauge("asyncsched_leader", "1 while this replica holds the lease", registry=r)
         self.pending = Gauge("asyncsched_pending_pods", "Pods waiting to be placed", registry=r)
+        self.pending_reasons = Gauge(
+            "asyncsched_unschedulable_tasks",
+            "Pods the last session could not place, by reason (a pod kept off nodes for "
+            "two reasons counts under both)",
+            ["reason"],
+            registry=r,
+        )
+        self._reasons: set[str] = set()
         # Volcano's own names, so its dashboards and alerts keep working.
         self.preemption_victims = Gauge(
             "volcano_pod_preemption_victims",
@@ -92,6 +101,7 @@ class Metrics:
         attempts as Volcano counts them, and the plugins' gauges. ``snapshot_ms``: the
         cache snapshot the session was opened on (Volcano counts it in opening)."""
         self.volcano.observe(result, snapshot_ms)
+        self._observe_reasons([note.message for note in result.unschedulable])
         if result.preemption_victims is not None:
             self.preemption_victims.set(result.preemption_victims)
         if result.preemption_attempts:
@@ -99,6 +109,14 @@ class Metrics:
         for action, count in result.eviction_transactions.items():
             self.eviction_transactions.labels(action).inc(count)
         self._observe_plugin_gauges(result.plugin_gauges)
+
+    def _observe_reasons(self, messages: list[str]) -> None:
+        counts = count_reasons(messages)
+        for reason in self._reasons - set(counts):
+            self.pending_reasons.remove(reason)
+        for reason, count in counts.items():
+            self.pending_reasons.labels(reason).set(count)
+        self._reasons = set(counts)
 
     def _observe_plugin_gauges(self, reported: list[PluginGauge]) -> None:
         """Set what was reported; remove the series of earlier sessions not reported now."""

@@ -1,0 +1,121 @@
+"""Every panel of the Grafana dashboards in deploy/dashboards returns series from a real
+Prometheus scraping the scheduler on the bed, with work that exercises what they show:
+two queues (one with a capability in cpu, memory and two GPU models), binds, a
+preemption, and a pod that fits nowhere."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+from tests.e2e import test_scheduler
+from tests.e2e.procs import free_port
+from tests.e2e.prometheus import Prometheus
+from tests.e2e.scheduler_proc import SchedulerProcess, request
+from tests.e2e.test_eviction import PREEMPT, _fill, _job, _priority_classes, _queue
+from tests.e2e.test_scheduler import Bed
+from tests.unit.test_dashboards import DASHBOARDS, METRIC, queries
+
+bed = test_scheduler.bed  # the fixture: each test its own KWOK nodes
+A100 = "nvidia.com/a100"
+# What Grafana puts in place of its variables: "All" of a multi-value variable is its
+# allValue (.*); $__rate_interval is at least four scrape intervals (1s here).
+GRAFANA = {"$__rate_interval": "30s", "$__interval": "5s", "$__range": "5m"}
+LABEL_VALUES = re.compile(r"label_values\((?P<metric>[^,]+),\s*(?P<label>\w+)\)")
+
+
+def as_prometheus_query(expr: str) -> str:
+    """A dashboard's query as Grafana sends it, with every variable set to All."""
+    match = LABEL_VALUES.fullmatch(expr.strip())
+    if match:  # a variable's values: the series carrying the label
+        return f"group by ({match['label']}) ({match['metric']})"
+    for name, value in GRAFANA.items():
+        expr = expr.replace(name, value)
+    return re.sub(r"\$\{?\w+\}?", ".*", expr)
+
+
+async def test_every_dashboard_panel_returns_series_from_the_scheduler(
+    bed: Bed, prometheus: Prometheus
+) -> None:
+    label = bed.label
+    a100_nodes = await bed.kube.bed.add_nodes(
+        bed.kube.api, 2, {"cpu": "32", "memory": "256Gi", A100: "8", "pods": "110"},
+        labels={"e2e": label}, prefix=f"{label}-a100-",
+    )  # fmt: skip
+    ml, batch = f"{label}-ml", f"{label}-batch"
+    capped = _queue(ml)
+    capped["spec"]["capability"] = {
+        "cpu": "256",
+        "memory": "2Ti",
+        "nvidia.com/gpu": "48",
+        A100: "8",
+    }
+    await bed.submit(capped, _queue(batch))
+    config = bed.logs / "scheduler.yaml"
+    shutil.copy(PREEMPT, config)
+    port = free_port()
+    scheduler = SchedulerProcess(
+        bed.kubeconfig, bed.logs / "scheduler.log", "replica-a",
+        "--metrics-host", "127.0.0.1", "--metrics-port", str(port),
+    )  # fmt: skip
+    at = scheduler.argv.index("--config-map")
+    scheduler.argv[at : at + 2] = ["--config", str(config)]
+    prometheus.scrape("scheduler", f"127.0.0.1:{port}")
+    try:
+        async with _priority_classes(bed) as (low, high):
+            scheduler.start()
+            # Low-priority pods on every GPU node, then an urgent one preempts one of them.
+            await _fill(bed, ml, len(bed.nodes), priority=low)
+            await bed.submit(*_job(bed, "urgent", ml, 8, priority=high))
+            a100 = _job(bed, "a100", ml, 0)
+            a100[1]["spec"]["containers"][0]["resources"] = {
+                "requests": {"cpu": "1", A100: "4"}, "limits": {A100: "4"}
+            }  # fmt: skip
+            await bed.submit(*a100, *_job(bed, "small", batch, 0))
+            await bed.submit(*_job(bed, "huge", ml, 16))  # fits nowhere: 8 GPUs a node
+            await bed.wait_bound({"urgent", "a100", "small"}, timeout=60)
+
+            # Two scrapes since the preemption, so that rates over it have two samples.
+            await prometheus.wait_query(
+                'rate(volcano_eviction_transactions_total{action="preempt"}[30s])', 30,
+                "two scrapes since the preemption",
+            )  # fmt: skip
+            await prometheus.wait_query(
+                f'volcano_queue_allocated_scalar_resources{{resource="{A100}"}} > 0', 30
+            )
+            await prometheus.wait_query('asyncsched_unschedulable_tasks{reason=~"Insuff.*"}', 30)
+
+            empty, checked = [], 0
+            for path in DASHBOARDS:
+                board = json.loads(path.read_text())
+                for title, expr in queries(board):
+                    promql = as_prometheus_query(expr)
+                    if promql.endswith(" or vector(0)"):
+                        # A counter of failures has no series until one happens: the
+                        # scheduler must still declare it under the name queried.
+                        name = METRIC.findall(promql)[0]
+                        if not prometheus.metadata(name):
+                            empty.append(f"{path.stem} / {title}: no metric {name} declared")
+                    values = [float(s["value"][1]) for s in prometheus.query(promql)]
+                    checked += 1
+                    if not values or all(math.isnan(v) for v in values):
+                        empty.append(f"{path.stem} / {title}: {promql}")
+            assert not empty, "panels without series:\n" + "\n".join(empty)
+            assert checked >= 40, checked
+
+            # The queue dashboard shows each GPU model of the capped queue on its own line.
+            gpus = prometheus.values(
+                f'volcano_queue_capacity_scalar_resources{{queue_name="{ml}"}}', "resource"
+            )
+            assert gpus == {"nvidia.com/gpu": 48000, A100: 8000}, gpus
+            assert scheduler.alive()
+    finally:
+        scheduler.terminate()
+        for queue in (ml, batch):
+            await request(
+                bed.kube.api, "DELETE", f"/apis/scheduling.volcano.sh/v1beta1/queues/{queue}"
+            )
+        for name in a100_nodes:
+            await request(bed.kube.api, "DELETE", f"/api/v1/nodes/{name}")

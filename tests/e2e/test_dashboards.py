@@ -5,10 +5,12 @@ preemption, and a pod that fits nowhere."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
 import shutil
+import time
 
 from tests.e2e import test_scheduler
 from tests.e2e.procs import free_port
@@ -77,33 +79,15 @@ async def test_every_dashboard_panel_returns_series_from_the_scheduler(
             await bed.submit(*_job(bed, "huge", ml, 16))  # fits nowhere: 8 GPUs a node
             await bed.wait_bound({"urgent", "a100", "small"}, timeout=60)
 
-            # Two scrapes since the preemption, so that rates over it have two samples.
-            await prometheus.wait_query(
-                'rate(volcano_eviction_transactions_total{action="preempt"}[30s])', 30,
-                "two scrapes since the preemption",
-            )  # fmt: skip
-            await prometheus.wait_query(
-                f'volcano_queue_allocated_scalar_resources{{resource="{A100}"}} > 0', 30
-            )
-            await prometheus.wait_query('asyncsched_unschedulable_tasks{reason=~"Insuff.*"}', 30)
+            # Every query, again until each answers: a rate needs two scrapes of its series
+            # since it appeared (the preemption's, the unschedulable pod's).
+            async def unanswered() -> list[str]:
+                return await asyncio.to_thread(_unanswered, prometheus)
 
-            empty, checked = [], 0
-            for path in DASHBOARDS:
-                board = json.loads(path.read_text())
-                for title, expr in queries(board):
-                    promql = as_prometheus_query(expr)
-                    if promql.endswith(" or vector(0)"):
-                        # A counter of failures has no series until one happens: the
-                        # scheduler must still declare it under the name queried.
-                        name = METRIC.findall(promql)[0]
-                        if not prometheus.metadata(name):
-                            empty.append(f"{path.stem} / {title}: no metric {name} declared")
-                    values = [float(s["value"][1]) for s in prometheus.query(promql)]
-                    checked += 1
-                    if not values or all(math.isnan(v) for v in values):
-                        empty.append(f"{path.stem} / {title}: {promql}")
+            deadline = time.monotonic() + 45
+            while (empty := await unanswered()) and time.monotonic() < deadline:
+                await asyncio.sleep(1)
             assert not empty, "panels without series:\n" + "\n".join(empty)
-            assert checked >= 40, checked
 
             # The queue dashboard shows each GPU model of the capped queue on its own line.
             gpus = prometheus.values(
@@ -119,3 +103,24 @@ async def test_every_dashboard_panel_returns_series_from_the_scheduler(
             )
         for name in a100_nodes:
             await request(bed.kube.api, "DELETE", f"/api/v1/nodes/{name}")
+
+
+def _unanswered(prometheus: Prometheus) -> list[str]:
+    """The dashboards' queries (panels and variables) Prometheus answers with no series,
+    or only NaN."""
+    empty, checked = [], 0
+    for path in DASHBOARDS:
+        for title, expr in queries(json.loads(path.read_text())):
+            promql = as_prometheus_query(expr)
+            checked += 1
+            if promql.endswith(" or vector(0)"):
+                # A counter of failures has no series until one happens: the scheduler
+                # must still declare it under the name queried.
+                name = METRIC.findall(promql)[0]
+                if not prometheus.metadata(name):
+                    empty.append(f"{path.stem} / {title}: no metric {name} declared")
+            values = [float(s["value"][1]) for s in prometheus.query(promql)]
+            if not values or all(math.isnan(v) for v in values):
+                empty.append(f"{path.stem} / {title}: {promql}")
+    assert checked >= 50, f"only {checked} queries: dashboards missing?"
+    return empty

@@ -3,6 +3,7 @@ Prometheus reports has pods evicted through the Eviction API until it is under i
 targets, a pod its PodDisruptionBudget protects stays, the query window is the one asked
 for (Prometheus' query log shows it), and an unreachable Prometheus evicts nothing.
 
+The descheduler runs with the token of its own ServiceAccount (deploy/descheduler/rbac.yaml).
 The pods belong to ReplicaSets (the descheduler leaves bare pods alone, like Volcano's
 DefaultEvictor) and are bound by the test to one node, as a scheduler would have before
 a maintenance; no scheduler runs, so replacements stay Pending and the node cools down.
@@ -29,6 +30,7 @@ from tests.e2e.kubeops import wait_for
 from tests.e2e.procs import free_port
 from tests.e2e.prometheus import Prometheus
 from tests.e2e.scheduler_proc import ROOT, request
+from tests.e2e.test_descheduler import _install as install_descheduler_rbac
 from tests.e2e.usage_exporter import USAGE
 
 CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110"}
@@ -43,6 +45,7 @@ class Hot:
     nodes: list[str]
     policy: Path
     logs: Path
+    kubeconfig: Path
 
     @property
     def node(self) -> str:
@@ -76,17 +79,18 @@ class Hot:
         )
         return self.prometheus.values(query).get(self.node, -1.0)
 
-    def descheduler(self, name: str, *extra: str) -> list[str]:
+    def descheduler(self, *extra: str) -> list[str]:
+        """The command line, under the descheduler's ServiceAccount."""
         return [
             sys.executable, "-m", "asyncsched", "-vv", "descheduler",
-            "--policy-config-file", str(self.policy), "--kubeconfig",
-            str(self.kube.bed.kubeconfig), "--metrics-port", "0", *extra,
+            "--policy-config-file", str(self.policy), "--kubeconfig", str(self.kubeconfig),
+            "--metrics-port", "0", *extra,
         ]  # fmt: skip
 
     async def run(self, name: str, *extra: str, timeout: float = 60) -> tuple[int, str]:
         """One pass (no interval): exit code and output (also kept in logs/<name>.log)."""
         proc = await asyncio.create_subprocess_exec(
-            *self.descheduler(name, *extra), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+            *self.descheduler(*extra), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
@@ -143,7 +147,7 @@ async def hot(kube: Kube, prometheus: Prometheus, tmp_path: Path) -> AsyncIterat
     nodes = await kube.bed.add_nodes(kube.api, 3, CAPACITY, {"e2e": label}, prefix=f"{label}-")
     path = tmp_path / "policy.yaml"
     path.write_text(yaml.safe_dump(policy(prometheus.url, ns)))
-    bed = Hot(kube, prometheus, nodes, path, tmp_path)
+    bed = Hot(kube, prometheus, nodes, path, tmp_path, await install_descheduler_rbac(kube))
     rs = f"/apis/apps/v1/namespaces/{ns}/replicasets"
     await request(kube.api, "POST", rs, replica_set("web", 2, "cpu=9,memory=4Gi", label))
     await request(kube.api, "POST", rs, replica_set("batch", 2, "cpu=5,memory=4Gi", label))
@@ -231,7 +235,7 @@ async def test_the_window_asked_for_is_the_query_sent_and_no_prometheus_means_no
     log = tmp_path / "unreachable.log"
     with log.open("wb") as out_file:
         proc = await asyncio.create_subprocess_exec(
-            *hot.descheduler("unreachable", "--prometheus-url", dead,
+            *hot.descheduler("--prometheus-url", dead,
                              "--descheduling-interval", "1s", *WINDOW),
             cwd=ROOT, stdout=out_file, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.usage_exporter import USAGE, Usage, parse_usage
+from tests.e2e.usage_exporter import USAGE, Usage
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", usage: str = "") -> dict[str, Any]:
@@ -18,10 +18,14 @@ def node(name: str, cpu: str = "4", memory: str = "8Gi", usage: str = "") -> dic
     }
 
 
-def pod(name: str, on: str, usage: str, phase: str = "Running") -> dict[str, Any]:
+def pod(
+    name: str, on: str, usage: str | None, phase: str = "Running", cpu: str = "0"
+) -> dict[str, Any]:
+    annotations = {USAGE: usage} if usage is not None else {}
+    container = {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
     return {
-        "metadata": {"name": name, "namespace": "ns", "uid": name, "annotations": {USAGE: usage}},
-        "spec": {"nodeName": on},
+        "metadata": {"name": name, "namespace": "ns", "uid": name, "annotations": annotations},
+        "spec": {"nodeName": on, "containers": [container]},
         "status": {"phase": phase},
     }
 
@@ -56,20 +60,18 @@ def test_pods_not_running_count_for_nothing_and_a_node_baseline_adds() -> None:
     assert sample(text, "node_memory_MemAvailable_bytes") == 7 * 2**30
 
 
-def test_an_unreadable_annotation_counts_as_nothing_with_one_warning(
+def test_a_pod_without_a_readable_annotation_uses_what_it_requests_as_in_the_simulator(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     usage = Usage()
+    pods = [pod("bad", "n1", "cpu=lots", cpu="1"), pod("silent", "n1", None, cpu="500m")]
     for now in (0.0, 1.0):
-        usage.update([node("n1")], [pod("bad", "n1", "cpu=lots")], now=now)
+        usage.update([node("n1")], pods, now=now)
     warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1 and "pod ns/bad" in warnings[0] and "cpu" in warnings[0]
-    text = usage.exposition("n1", now=2.0)
+    assert len(warnings) == 1, warnings
+    assert "pod ns/bad" in warnings[0] and "lots" in warnings[0], warnings
+    text = usage.exposition("n1", now=11.0)
     assert text is not None
-    assert sample(text, 'container_cpu_usage_seconds_total{namespace="ns",pod="bad"}') == 0
-
-
-@pytest.mark.parametrize("text", ["gpu=1", "cpu", "cpu=-1", "memory=1Zi"])
-def test_parse_usage_refuses_what_is_not_cpu_or_memory_quantities(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_usage(text)
+    assert sample(text, 'container_cpu_usage_seconds_total{namespace="ns",pod="bad"}') == 11
+    assert sample(text, 'container_cpu_usage_seconds_total{namespace="ns",pod="silent"}') == 5.5
+    assert sample(text, 'container_memory_usage_bytes{namespace="ns",pod="silent"}') == 2**30

@@ -2,8 +2,10 @@
 
 Pods (and nodes, for a baseline such as system daemons) declare what they use in the
 annotation ``simulation.asyncsched.io/usage`` (``cpu=3,memory=8Gi``, Kubernetes
-quantities). This exporter lists the bed's nodes and pods and serves, for one node per
-scrape (``/metrics?node=NAME``), what a node_exporter and the kubelet's cAdvisor would:
+quantities), read as the simulator reads it: a pod without one (or with one that cannot be
+read, which is logged once) uses what it requests. This exporter lists the bed's nodes and
+pods and serves, for one node per scrape (``/metrics?node=NAME``), what a node_exporter
+and the kubelet's cAdvisor would:
 
 - ``node_cpu_seconds_total{cpu, mode="idle"|"user"}``: counters that grow at the rate the
   node's running pods (plus its baseline) keep its cpus busy, out of its cpu capacity;
@@ -36,30 +38,35 @@ from typing import Any
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from asyncsched.api.quantity import QuantityError, parse_quantity
+from asyncsched.api.quantity import parse_quantity, to_units
+from asyncsched.backends.sim.fields import USAGE_ANNOTATION as USAGE
+from asyncsched.backends.sim.fields import ManifestError, usage_in
 
-USAGE = "simulation.asyncsched.io/usage"
+__all__ = ["USAGE", "Usage", "declared", "requested", "serve"]
 log = logging.getLogger("usage-exporter")
 
 
-def parse_usage(text: str) -> dict[str, float]:
-    """``cpu=3,memory=8Gi`` -> {"cpu": 3.0, "memory": 8589934592.0}; ValueError names
-    the bad part."""
-    usage: dict[str, float] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        name, sep, amount = item.partition("=")
-        if not sep or name.strip() not in ("cpu", "memory"):
-            raise ValueError(f"{item.strip()!r} is not cpu=<quantity> or memory=<quantity>")
-        try:
-            value = float(parse_quantity(amount))
-        except QuantityError as exc:
-            raise ValueError(f"{name.strip()}: {exc}") from None
-        if value < 0:
-            raise ValueError(f"{name.strip()}: negative usage {amount.strip()!r}")
-        usage[name.strip()] = value
-    return usage
+def declared(meta: Mapping[str, Any], where: str) -> dict[str, float] | None:
+    """The usage annotation as cpu cores and memory bytes (the simulator's reading of it);
+    None without one; ManifestError naming ``where`` if it cannot be read."""
+    units = usage_in(meta.get("annotations") or {}, where)
+    if units is None:
+        return None
+    return {
+        name: value / 1000.0 if name == "cpu" else float(value) for name, value in units.items()
+    }
+
+
+def requested(pod: Mapping[str, Any]) -> dict[str, float]:
+    """What the pod's containers request: its usage when it declares none, as in the
+    simulator."""
+    total = {"cpu": 0.0, "memory": 0.0}
+    for container in pod.get("spec", {}).get("containers", []):
+        requests = (container.get("resources") or {}).get("requests") or {}
+        for name in total:
+            if name in requests:
+                total[name] += to_units(name, requests[name]) / (1000.0 if name == "cpu" else 1)
+    return total
 
 
 @dataclass
@@ -111,7 +118,8 @@ class Usage:
             meta, spec = pod["metadata"], pod.get("spec", {})
             if pod.get("status", {}).get("phase") != "Running" or not spec.get("nodeName"):
                 continue
-            running[meta["uid"]] = (pod, self._declared(meta, "pod"))
+            usage = self._declared(meta, f"pod {meta.get('namespace')}/{meta['name']}")
+            running[meta["uid"]] = (pod, requested(pod) if usage is None else usage)
         for uid in set(self.pods) - set(running):
             del self.pods[uid]
         for uid, (pod, usage) in running.items():
@@ -141,7 +149,7 @@ class Usage:
             if known_node is None:
                 known_node = self.nodes[name] = NodeUsage(cpus, memory, Meter(now), Meter(now))
             known_node.cpus, known_node.memory_total = cpus, memory
-            baseline = self._declared(meta, "node")
+            baseline = self._declared(meta, f"node {name}") or {}
             cpu_used, memory_used = busy.get(name, [0.0, 0.0])
             busy_share = min((cpu_used + baseline.get("cpu", 0.0)) / cpus, 1.0)
             known_node.user.set_rate(now, busy_share)
@@ -150,18 +158,15 @@ class Usage:
         for name in set(self.nodes) - seen:
             del self.nodes[name]
 
-    def _declared(self, meta: Mapping[str, Any], kind: str) -> dict[str, float]:
-        text = (meta.get("annotations") or {}).get(USAGE)
-        if not text:
-            return {}
+    def _declared(self, meta: Mapping[str, Any], where: str) -> dict[str, float] | None:
+        """The annotation's usage; an unreadable one is ignored, with one warning."""
         try:
-            return parse_usage(text)
-        except ValueError as exc:
-            key = f"{meta.get('namespace', '')}/{meta['name']}"
-            if key not in self.warned:
-                self.warned.add(key)
-                log.warning("%s %s: annotation %s ignored: %s", kind, key, USAGE, exc)
-            return {}
+            return declared(meta, where)
+        except ManifestError as exc:
+            if where not in self.warned:
+                self.warned.add(where)
+                log.warning("%s (ignored)", exc)
+            return None
 
     def exposition(self, node: str, now: float) -> str | None:
         """The text a scrape of ``node`` gets; None for a node not known."""

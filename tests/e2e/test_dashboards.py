@@ -23,8 +23,10 @@ from tests.unit.test_dashboards import DASHBOARDS, METRIC, queries
 bed = test_scheduler.bed  # the fixture: each test its own KWOK nodes
 A100 = "nvidia.com/a100"
 # What Grafana puts in place of its variables: "All" of a multi-value variable is its
-# allValue (.*); $__rate_interval is at least four scrape intervals (1s here).
-GRAFANA = {"$__rate_interval": "30s", "$__interval": "5s", "$__range": "5m"}
+# allValue (.*); $__rate_interval grows with the time range shown: 5m covers the whole
+# test, so the rates of what happened once (the binds, the preemption) are numbers, not
+# the NaN of a quantile over no events.
+GRAFANA = {"$__rate_interval": "5m", "$__interval": "15s", "$__range": "5m"}
 LABEL_VALUES = re.compile(r"label_values\((?P<metric>[^,]+),\s*(?P<label>\w+)\)")
 
 
@@ -68,8 +70,18 @@ async def test_every_dashboard_panel_returns_series_from_the_scheduler(
     try:
         async with _priority_classes(bed) as (low, high):
             scheduler.start()
+            # Scraped before the work begins: a rate needs the counts before and after.
+            await prometheus.wait_query('up{component="scheduler"} == 1', 60, "a scrape")
             # Low-priority pods on every GPU node, then an urgent one preempts one of them.
             await _fill(bed, ml, len(bed.nodes), priority=low)
+            # A histogram with labels has no series before its first observation, so its
+            # first sample already counts the first binds: more binds must follow it for
+            # a rate to see them.
+            for bound in (
+                "volcano_task_scheduling_latency_milliseconds_count",
+                "volcano_scheduling_stage_duration_milliseconds_count",
+            ):
+                await prometheus.wait_query(bound, 30)  # fmt: skip
             await bed.submit(*_job(bed, "urgent", ml, 8, priority=high))
             a100 = _job(bed, "a100", ml, 0)
             a100[1]["spec"]["containers"][0]["resources"] = {

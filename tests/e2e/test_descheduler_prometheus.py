@@ -1,7 +1,8 @@
 """`asyncsched descheduler` on the bed with a real Prometheus: a node hot by the usage
 Prometheus reports has pods evicted through the Eviction API until it is under its
 targets, a pod its PodDisruptionBudget protects stays, the query window is the one asked
-for (Prometheus' query log shows it), and an unreachable Prometheus evicts nothing.
+for (Prometheus' query log shows it), an unreachable Prometheus evicts nothing, and the
+descheduler's Grafana dashboard has series in every panel.
 
 The descheduler runs with the token of its own ServiceAccount (deploy/descheduler/rbac.yaml).
 The pods belong to ReplicaSets (the descheduler leaves bare pods alone, like Volcano's
@@ -30,11 +31,14 @@ from tests.e2e.kubeops import wait_for
 from tests.e2e.procs import free_port
 from tests.e2e.prometheus import Prometheus
 from tests.e2e.scheduler_proc import ROOT, request
+from tests.e2e.test_dashboards import wait_answered
 from tests.e2e.test_descheduler import _install as install_descheduler_rbac
 from tests.e2e.usage_exporter import USAGE
+from tests.unit.test_dashboards import DASHBOARDS
 
 CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110"}
 # The bed scrapes every second: short windows keep the test short.
+DASHBOARD = next(p for p in DASHBOARDS if p.stem == "descheduler")
 WINDOW = ["--query-window", "6s", "--query-step", "1s", "--rate-window", "3s"]
 
 
@@ -98,6 +102,21 @@ class Hot:
         (self.logs / f"{name}.log").write_text(text)
         assert proc.returncode is not None
         return proc.returncode, text
+
+    async def start(self, log: Path, *extra: str) -> asyncio.subprocess.Process:
+        """A descheduler passing every second until SIGTERM, logging to ``log``."""
+        with log.open("wb") as out:
+            return await asyncio.create_subprocess_exec(
+                *self.descheduler("--descheduling-interval", "1s", *extra), cwd=ROOT,
+                stdout=out, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+
+
+async def stop(proc: asyncio.subprocess.Process) -> int:
+    """SIGTERM, and its exit code."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGTERM)
+    return await asyncio.wait_for(proc.wait(), 20)
 
 
 def replica_set(name: str, replicas: int, usage: str, label: str) -> dict[str, Any]:
@@ -196,21 +215,37 @@ async def hot(kube: Kube, prometheus: Prometheus, tmp_path: Path) -> AsyncIterat
 async def test_hot_node_is_relieved_through_the_eviction_api_and_budgeted_pods_stay(
     hot: Hot,
 ) -> None:
+    """The descheduler as deployed: passes every interval, /metrics scraped by Prometheus,
+    whose answers fill every panel of deploy/dashboards/descheduler.json."""
     web, batch = await hot.on_node("web"), await hot.on_node("batch")
-    code, out = await hot.run("descheduler", *WINDOW)
-    assert code == 0, out
-    # web's pods use more and would go first, but the budget allows no disruption: both
-    # batch pods go (87.5% -> 71.9% -> 56.3%, under the 60% target), through the API.
-    assert await hot.on_node("web") == web, out
-    assert await hot.on_node("batch") == set(), out
-    events = await hot.evict_events()
-    assert sorted(e["involvedObject"]["name"] for e in events) == sorted(batch), events
-    assert all(hot.node in e["message"] for e in events), events
+    port = free_port()
+    hot.prometheus.scrape("descheduler", f"127.0.0.1:{port}")
+    log = hot.logs / "descheduler.log"
+    proc = await hot.start(log, "--metrics-host", "127.0.0.1", "--metrics-port", str(port), *WINDOW)
+    try:
 
-    async def cooled() -> bool:  # the two web pods' 18 cpus of 32
-        return abs(await asyncio.to_thread(hot.cpu) - 18 / 32) < 0.01
+        async def evicted_two() -> bool:
+            return len(await hot.evict_events()) >= 2
 
-    await wait_for(cooled, 20, f"{hot.node} at 56% cpu in Prometheus, under its 60% target")
+        await wait_for(evicted_two, 60, "two evictions")
+        # web's pods use more and would go first, but the budget allows no disruption: both
+        # batch pods go (87.5% -> 71.9% -> 56.3%, under the 60% target), through the API.
+        assert await hot.on_node("web") == web, log.read_text()
+        assert await hot.on_node("batch") == set(), log.read_text()
+        events = await hot.evict_events()
+        assert sorted(e["involvedObject"]["name"] for e in events) == sorted(batch), events
+        assert all(hot.node in e["message"] for e in events), events
+
+        async def cooled() -> bool:  # the two web pods' 18 cpus of 32
+            return abs(await asyncio.to_thread(hot.cpu) - 18 / 32) < 0.01
+
+        await wait_for(cooled, 20, f"{hot.node} at 56% cpu in Prometheus, under its 60% target")
+        await wait_answered(hot.prometheus, [DASHBOARD], 30)
+        assert len(await hot.evict_events()) == 2, "under its target, the node is left alone"
+        assert proc.returncode is None, log.read_text()
+    finally:
+        code = await stop(proc)
+    assert code == 0, log.read_text()[-3000:]
 
 
 async def test_the_window_asked_for_is_the_query_sent_and_no_prometheus_means_no_eviction(
@@ -233,24 +268,17 @@ async def test_the_window_asked_for_is_the_query_sent_and_no_prometheus_means_no
     # Prometheus unreachable: passes every second evict nothing, the process lives on.
     dead = f"http://127.0.0.1:{free_port()}"
     log = tmp_path / "unreachable.log"
-    with log.open("wb") as out_file:
-        proc = await asyncio.create_subprocess_exec(
-            *hot.descheduler("--prometheus-url", dead,
-                             "--descheduling-interval", "1s", *WINDOW),
-            cwd=ROOT, stdout=out_file, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        try:
+    proc = await hot.start(log, "--prometheus-url", dead, *WINDOW)
+    try:
 
-            async def retried() -> bool:
-                return log.read_text().count("evicts nothing") >= 3
+        async def retried() -> bool:
+            return log.read_text().count("evicts nothing") >= 3
 
-            await wait_for(retried, 30, "three passes without usage figures")
-            assert proc.returncode is None, log.read_text()
-            assert await hot.pods() == before and not await hot.evict_events()
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGTERM)
-            code = await asyncio.wait_for(proc.wait(), 20)
+        await wait_for(retried, 30, "three passes without usage figures")
+        assert proc.returncode is None, log.read_text()
+        assert await hot.pods() == before and not await hot.evict_events()
+    finally:
+        code = await stop(proc)
     text = log.read_text()
     assert code == 0, text
     assert "Traceback" not in text

@@ -1,5 +1,6 @@
-"""The Grafana dashboards in deploy/dashboards: well-formed, and every metric they query is
-one the scheduler exports. (tests/e2e/test_dashboards.py asks a real Prometheus.)"""
+"""The Grafana dashboards in deploy/dashboards: well-formed, and every metric of ours they
+query is one the scheduler or the descheduler exports. (tests/e2e/test_dashboards.py and
+test_descheduler_prometheus.py ask a real Prometheus.)"""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def queries(board: dict[str, Any]) -> list[tuple[str, str]]:
 
 def exported_names() -> set[str]:
     """The series names the scheduler's /metrics carries after sessions that bind, leave
-    pods pending and report queues with a capability and GPUs."""
+    pods pending and report queues with a capability and GPUs, and the descheduler's."""
     from asyncsched.backends.config_source import ConfigSource
+    from asyncsched.backends.kube.descheduler import DeschedulerMetrics
     from asyncsched.backends.kube.metrics import Metrics
     from asyncsched.framework import Registry, run_session
     from asyncsched.framework.results import SessionTimings
@@ -54,8 +56,9 @@ def exported_names() -> set[str]:
     result.timings = SessionTimings(1.0, 2.0, {"allocate": 1.0}, {("gang", "OnSessionOpen"): 0.1})
     metrics = Metrics()
     metrics.observe_session(result)
+    text = metrics.exposition() + DeschedulerMetrics().exposition()
     names: set[str] = set()
-    for line in metrics.exposition().decode().splitlines():
+    for line in text.decode().splitlines():
         if line.startswith("# TYPE "):
             _, _, name, kind = line.split()
             names.add(name)
@@ -64,8 +67,8 @@ def exported_names() -> set[str]:
     return names
 
 
-def test_there_are_dashboards_for_the_scheduler_and_the_queues() -> None:
-    assert {p.stem for p in DASHBOARDS} >= {"scheduler", "queues"}
+def test_there_are_dashboards_for_the_scheduler_the_queues_and_the_descheduler() -> None:
+    assert {p.stem for p in DASHBOARDS} >= {"scheduler", "queues", "descheduler"}
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.stem)

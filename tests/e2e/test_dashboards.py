@@ -14,6 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
+from asyncsched.backends.kube.gpu_models import MODEL_LABEL
 from tests.e2e import test_scheduler
 from tests.e2e.procs import free_port
 from tests.e2e.prometheus import Prometheus
@@ -49,8 +50,13 @@ async def test_every_dashboard_panel_returns_series_from_the_scheduler(
     label = bed.label
     a100_nodes = await bed.kube.bed.add_nodes(
         bed.kube.api, 2, {"cpu": "32", "memory": "256Gi", A100: "8", "pods": "110"},
-        labels={"e2e": label}, prefix=f"{label}-a100-",
+        labels={"e2e": label, MODEL_LABEL: "NVIDIA-A100"}, prefix=f"{label}-a100-",
     )  # fmt: skip
+    for name in bed.nodes:  # the bed's nvidia.com/gpu nodes, as GPU Feature Discovery says
+        patch = {"metadata": {"labels": {MODEL_LABEL: "NVIDIA-H100"}}}
+        await request(
+            bed.kube.api, "PATCH", f"/api/v1/nodes/{name}", patch, "application/merge-patch+json"
+        )
     ml, batch = f"{label}-ml", f"{label}-batch"
     capped = _queue(ml)
     capped["spec"]["capability"] = {
@@ -102,6 +108,14 @@ async def test_every_dashboard_panel_returns_series_from_the_scheduler(
                 f'volcano_queue_capacity_scalar_resources{{queue_name="{ml}"}}', "resource"
             )
             assert gpus == {"nvidia.com/gpu": 48000, A100: 8000}, gpus
+            # ...and what it holds per GPU model, which Volcano's series cannot split.
+            held = f'asyncsched_queue_allocated_devices{{queue_name="{ml}"}}'
+            await prometheus.wait_query(f"{held} == 48", 30, "48 H100s held by the queue")
+            by_model = {
+                (s["metric"]["resource"], s["metric"]["model"]): float(s["value"][1])
+                for s in prometheus.query(held)
+            }
+            assert by_model == {("nvidia.com/gpu", "NVIDIA-H100"): 48, (A100, "NVIDIA-A100"): 4}
             assert scheduler.alive()
     finally:
         scheduler.terminate()

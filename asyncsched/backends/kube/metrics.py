@@ -13,10 +13,12 @@ from typing import Protocol
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from asyncsched.backends.kube.gpu_models import MODEL_LABEL, allocated_by_model
 from asyncsched.backends.kube.pending_reasons import count_reasons
 from asyncsched.backends.kube.volcano_metrics import VolcanoMetrics
 from asyncsched.framework import SessionResult
 from asyncsched.framework.results import PluginGauge
+from asyncsched.model import ClusterSnapshot
 
 __all__ = ["Exposition", "Metrics", "serve_http"]
 
@@ -70,6 +72,15 @@ class Metrics:
             registry=r,
         )
         self._reasons: set[str] = set()
+        self.devices_by_model = Gauge(
+            "asyncsched_queue_allocated_devices",
+            "Devices (extended resources: GPUs...) the queue's placed pods hold, by the GPU "
+            f"model of their nodes (label {MODEL_LABEL}; unknown without it)",
+            ["queue_name", "resource", "model"],
+            registry=r,
+        )
+        self._device_series: set[tuple[str, str, str]] = set()
+        self._devices_at = float("-inf")
         # Volcano's own names, so its dashboards and alerts keep working.
         self.preemption_victims = Gauge(
             "volcano_pod_preemption_victims",
@@ -109,6 +120,19 @@ class Metrics:
         for action, count in result.eviction_transactions.items():
             self.eviction_transactions.labels(action).inc(count)
         self._observe_plugin_gauges(result.plugin_gauges)
+
+    def observe_devices(self, snapshot: ClusterSnapshot, now: float, every: float = 5.0) -> None:
+        """Devices held per queue and GPU model, from a session's snapshot; at most once
+        every ``every`` seconds (it looks into every job holding a device)."""
+        if now - self._devices_at < every:
+            return
+        self._devices_at = now
+        held = allocated_by_model(snapshot)
+        for key in self._device_series - set(held):
+            self.devices_by_model.remove(*key)
+        for key, amount in held.items():
+            self.devices_by_model.labels(*key).set(amount)
+        self._device_series = set(held)
 
     def _observe_reasons(self, messages: list[str]) -> None:
         counts = count_reasons(messages)

@@ -351,6 +351,7 @@ class KubeScheduler(Effects):
         self.metrics.sessions.inc()
         self.metrics.observe_session(result, snapshot_ms)
         self._observe_jobs(result, snapshot)
+        self.metrics.observe_devices(snapshot, time.monotonic())
         self._apply(result)
         if result.deferred:  # cut short by its budget: the rest at once, not after a period
             self.dirty.set()

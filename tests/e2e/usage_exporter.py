@@ -41,6 +41,8 @@ from kubernetes_asyncio import client
 from asyncsched.api.quantity import parse_quantity, to_units
 from asyncsched.backends.sim.fields import USAGE_ANNOTATION as USAGE
 from asyncsched.backends.sim.fields import ManifestError, usage_in
+from tests.e2e.kubeops import raw
+from tests.e2e.testbed import new_client
 
 __all__ = ["USAGE", "Usage", "declared", "requested", "serve"]
 log = logging.getLogger("usage-exporter")
@@ -207,8 +209,6 @@ class Usage:
 
 
 async def _raw_list(api: client.ApiClient, path: str) -> list[dict[str, Any]]:
-    from tests.e2e.kubeops import raw
-
     response = api.call_api(
         path, "GET", header_params={"Accept": "application/json"},
         auth_settings=["BearerToken"], _preload_content=False,
@@ -217,8 +217,6 @@ async def _raw_list(api: client.ApiClient, path: str) -> list[dict[str, Any]]:
 
 
 async def serve(kubeconfig: Path, host: str, port: int, interval: float) -> None:
-    from tests.e2e.testbed import new_client
-
     usage = Usage()
     synced = asyncio.Event()
 

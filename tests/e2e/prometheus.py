@@ -65,8 +65,12 @@ class Prometheus:
         kubeconfig: Path,
         scrape_interval: str = SCRAPE_INTERVAL,
         die_with_parent: bool = True,
+        usage: bool = True,
     ) -> None:
+        """``usage=False``: no usage exporter and no node-usage job (a Prometheus that
+        answers every usage query with nothing)."""
         self.dir = directory.resolve()
+        self.usage = usage
         self.kubeconfig = kubeconfig
         self.scrape_interval = scrape_interval
         self.die_with_parent = die_with_parent
@@ -98,18 +102,20 @@ class Prometheus:
         self.targets_dir.mkdir(exist_ok=True)
         binary = install(self.dir / "install.log")
         self.port, self.exporter_port = free_port(), free_port()
-        exporter = Component(
-            "usage-exporter",
-            [
-                sys.executable, "-m", "tests.e2e.usage_exporter", "--kubeconfig",
-                str(self.kubeconfig), "--port", str(self.exporter_port),
-            ],
-            self.dir / "usage-exporter.log",
-            cwd=ROOT,
-        )  # fmt: skip
-        self.components["usage-exporter"] = exporter
-        exporter.start(self.die_with_parent)
-        wait_http(exporter, f"http://127.0.0.1:{self.exporter_port}/healthz", lambda b: True, 30)
+        if self.usage:
+            exporter = Component(
+                "usage-exporter",
+                [
+                    sys.executable, "-m", "tests.e2e.usage_exporter", "--kubeconfig",
+                    str(self.kubeconfig), "--port", str(self.exporter_port),
+                ],
+                self.dir / "usage-exporter.log",
+                cwd=ROOT,
+            )  # fmt: skip
+            self.components["usage-exporter"] = exporter
+            exporter.start(self.die_with_parent)
+            health = f"http://127.0.0.1:{self.exporter_port}/healthz"
+            wait_http(exporter, health, lambda b: True, 30)
         config = self.dir / "prometheus.yml"
         config.write_text(yaml.safe_dump(self.config(), sort_keys=False))
         prometheus = Component(
@@ -130,6 +136,25 @@ class Prometheus:
         """The generated prometheus.yml."""
         node = "__meta_node_name"
         exporter = f"127.0.0.1:{self.exporter_port}"
+        jobs: list[dict[str, Any]] = [
+            {
+                "job_name": "asyncsched",
+                "file_sd_configs": [
+                    {"files": [str(self.targets_dir / "*.json")], "refresh_interval": "1s"}
+                ],
+            }
+        ]
+        if self.usage:
+            jobs.insert(0, {
+                "job_name": "node-usage",
+                "http_sd_configs": [
+                    {"url": f"http://{exporter}/targets", "refresh_interval": "2s"}
+                ],
+                "relabel_configs": [
+                    {"source_labels": [node], "target_label": "instance"},
+                    {"source_labels": [node], "target_label": "__param_node"},
+                ],
+            })  # fmt: skip
         return {
             "global": {
                 "scrape_interval": self.scrape_interval,
@@ -137,24 +162,7 @@ class Prometheus:
                 "evaluation_interval": self.scrape_interval,
                 "query_log_file": str(self.query_log),
             },
-            "scrape_configs": [
-                {
-                    "job_name": "node-usage",
-                    "http_sd_configs": [
-                        {"url": f"http://{exporter}/targets", "refresh_interval": "2s"}
-                    ],
-                    "relabel_configs": [
-                        {"source_labels": [node], "target_label": "instance"},
-                        {"source_labels": [node], "target_label": "__param_node"},
-                    ],
-                },
-                {
-                    "job_name": "asyncsched",
-                    "file_sd_configs": [
-                        {"files": [str(self.targets_dir / "*.json")], "refresh_interval": "1s"}
-                    ],
-                },
-            ],
+            "scrape_configs": jobs,
         }
 
     def scrape(self, name: str, address: str, **labels: str) -> None:

@@ -1,8 +1,8 @@
 """`asyncsched descheduler` on the bed with a real Prometheus: a node hot by the usage
 Prometheus reports has pods evicted through the Eviction API until it is under its
 targets, a pod its PodDisruptionBudget protects stays, the query window is the one asked
-for (Prometheus' query log shows it), an unreachable Prometheus evicts nothing, and the
-descheduler's Grafana dashboard has series in every panel.
+for (Prometheus' query log shows it), a Prometheus without usage series or none at all
+means no eviction, and the descheduler's Grafana dashboard has series in every panel.
 
 The descheduler runs with the token of its own ServiceAccount (deploy/descheduler/rbac.yaml).
 The pods belong to ReplicaSets (the descheduler leaves bare pods alone, like Volcano's
@@ -248,7 +248,7 @@ async def test_hot_node_is_relieved_through_the_eviction_api_and_budgeted_pods_s
     assert code == 0, log.read_text()[-3000:]
 
 
-async def test_the_window_asked_for_is_the_query_sent_and_no_prometheus_means_no_eviction(
+async def test_the_window_asked_for_is_the_query_sent_and_no_usage_means_no_eviction(
     hot: Hot, tmp_path: Path
 ) -> None:
     before = await hot.pods()
@@ -264,6 +264,18 @@ async def test_the_window_asked_for_is_the_query_sent_and_no_prometheus_means_no
         logged = [q for q in hot.prometheus.queries_logged() if "node_cpu_seconds_total" in q]
         assert logged and f"[{window}:1s]" in logged[-1], logged[-3:]
     assert await hot.pods() == before, "a dry run evicts nothing"
+
+    # A real Prometheus without usage series answers every query with nothing.
+    empty = Prometheus(tmp_path / "empty-prometheus", hot.kube.bed.kubeconfig, usage=False)
+    empty.start()
+    try:
+        code, out = await hot.run("empty", "--prometheus-url", empty.url, *WINDOW)
+        asked = empty.queries_logged()
+    finally:
+        empty.stop()
+    assert code == 0 and "no usage figures" in out, out
+    assert any("node_cpu_seconds_total" in q for q in asked), asked
+    assert await hot.pods() == before and not await hot.evict_events()
 
     # Prometheus unreachable: passes every second evict nothing, the process lives on.
     dead = f"http://127.0.0.1:{free_port()}"

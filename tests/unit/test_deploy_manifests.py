@@ -440,8 +440,17 @@ def test_helm_chart_renders_the_same_objects() -> None:
         for d in _objects(SCHEDULER) + _objects(CONTROLLERS)
         if d["kind"] != "Namespace"  # `helm install --create-namespace` makes it
     }
-    # The chart also makes the webhook's certificate, which deploy/README.md has you make.
-    assert rendered.keys() - plain.keys() == {("Secret", "asyncsched-controllers-webhook-tls")}
+    # The chart also makes the webhook's certificate, which deploy/README.md has you make,
+    # and a ConfigMap per dashboard of deploy/dashboards, which deploy/ leaves to Grafana.
+    dashboards = {
+        ("ConfigMap", f"asyncsched-dashboard-{path.stem}")
+        for path in (ROOT / "deploy" / "dashboards").glob("*.json")
+    }
+    assert dashboards, "deploy/dashboards has dashboards"
+    assert rendered.keys() - plain.keys() == {
+        ("Secret", "asyncsched-controllers-webhook-tls"),
+        *dashboards,
+    }
     assert plain.keys() <= rendered.keys()
 
     def comparable(obj: dict[str, Any]) -> dict[str, Any]:

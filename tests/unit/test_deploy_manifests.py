@@ -22,6 +22,7 @@ DEPLOY = ROOT / "deploy"
 CRDS = DEPLOY / "crds"
 SCHEDULER = DEPLOY / "scheduler"
 CONTROLLERS = DEPLOY / "controllers"
+DESCHEDULER = DEPLOY / "descheduler"
 CHART = DEPLOY / "helm" / "asyncsched"
 TEMPLATES = CHART / "templates"
 
@@ -423,7 +424,12 @@ def _render(*flags: str) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_helm_lint() -> None:
-    for flags in ([], ["--set", "controllers.enabled=false,replicas=1"]):
+    for flags in (
+        [],
+        ["--set", "controllers.enabled=false,replicas=1"],
+        ["--set", "descheduler.enabled=true"],
+        ["--set", "descheduler.enabled=true,descheduler.prometheusAddress=http://prom:9090"],
+    ):
         done = subprocess.run(
             [_helm(), "lint", "--strict", str(CHART), *flags],
             capture_output=True,
@@ -452,23 +458,76 @@ def test_helm_chart_renders_the_same_objects() -> None:
         *dashboards,
     }
     assert plain.keys() <= rendered.keys()
-
-    def comparable(obj: dict[str, Any]) -> dict[str, Any]:
-        # Labels, and the selectors made of them, differ by design: Helm adds its own.
-        out: dict[str, Any] = yaml.safe_load(yaml.safe_dump(obj))
-        out["metadata"].pop("labels", None)
-        out["metadata"].pop("annotations", None)
-        spec = out.get("spec", {})
-        if out["kind"] in {"Deployment", "Service", "PodDisruptionBudget"}:
-            spec.pop("selector", None)
-            spec.get("template", {}).get("metadata", {}).pop("labels", None)
-            spec.get("template", {}).get("spec", {}).pop("affinity", None)
-        for hook in out.get("webhooks", []):
-            hook["clientConfig"].pop("caBundle")  # generated at install
-        return out
-
     for key, obj in plain.items():
-        assert comparable(rendered[key]) == comparable(obj), key
+        assert _comparable(rendered[key]) == _comparable(obj), key
+
+
+def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
+    # Labels, and the selectors made of them, differ by design: Helm adds its own.
+    out: dict[str, Any] = yaml.safe_load(yaml.safe_dump(obj))
+    out["metadata"].pop("labels", None)
+    out["metadata"].pop("annotations", None)
+    spec = out.get("spec", {})
+    if out["kind"] in {"Deployment", "Service", "PodDisruptionBudget"}:
+        spec.pop("selector", None)
+        spec.get("template", {}).get("metadata", {}).pop("labels", None)
+        spec.get("template", {}).get("spec", {}).pop("affinity", None)
+    for hook in out.get("webhooks", []):
+        hook["clientConfig"].pop("caBundle")  # generated at install
+    return out
+
+
+def test_helm_chart_renders_deploy_descheduler_when_enabled() -> None:
+    # Off by default, as Volcano's chart has no descheduler; on, deploy/descheduler's
+    # objects (its policy is the chart's default) and a PodDisruptionBudget.
+    off = _render()
+    assert not [k for k, o in off.items() if _is_descheduler(o)]
+    on = _render("--set", "descheduler.enabled=true")
+    plain = {(d["kind"], d["metadata"]["name"]): d for d in _objects(DESCHEDULER)}
+    assert on.keys() - off.keys() == {*plain, ("PodDisruptionBudget", "asyncsched-descheduler")}
+    for key, obj in plain.items():
+        assert _comparable(on[key]) == _comparable(obj), key
+    deployment = on[("Deployment", "asyncsched-descheduler")]
+    pdb = on[("PodDisruptionBudget", "asyncsched-descheduler")]
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert _is_descheduler(deployment) and _is_descheduler(pdb)
+
+
+def _is_descheduler(obj: dict[str, Any]) -> bool:
+    labels = obj["metadata"].get("labels", {})
+    return bool(labels.get("app.kubernetes.io/component") == "descheduler")
+
+
+def test_helm_descheduler_values_reach_its_deployment() -> None:
+    rendered = _render(
+        "--set",
+        "descheduler.enabled=true,descheduler.replicas=1,descheduler.interval=90s,"
+        "descheduler.queryWindow=5m,descheduler.prometheusAddress=http://prom.mon:9090,"
+        "descheduler.metricsPort=9100,descheduler.image.repository=registry.example/as,"
+        "descheduler.image.tag=9.9,descheduler.policy=kind: DeschedulerPolicy",
+    )
+    deployment = rendered[("Deployment", "asyncsched-descheduler")]
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    args = container["args"]
+    assert deployment["spec"]["replicas"] == 1
+    assert (_arg(args, "--descheduling-interval"), _arg(args, "--query-window")) == ("90s", "5m")
+    assert _arg(args, "--prometheus-url") == "http://prom.mon:9090"
+    assert _arg(args, "--metrics-port") == "9100"
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9100, "protocol": "TCP"}]
+    assert pod["metadata"]["annotations"]["prometheus.io/port"] == "9100"
+    assert container["image"] == "registry.example/as:9.9"
+    config_map = rendered[("ConfigMap", "asyncsched-descheduler")]
+    assert config_map["data"] == {"policy.yaml": "kind: DeschedulerPolicy\n"}
+    assert ("PodDisruptionBudget", "asyncsched-descheduler") not in rendered
+    # Without its own image, the chart's (every command is in the one image).
+    default = _render("--set", "descheduler.enabled=true,image.tag=1.2")
+    (container,) = default[("Deployment", "asyncsched-descheduler")]["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert container["image"] == "asyncsched:1.2"
+    assert "--prometheus-url" not in container["args"]
 
 
 def _certificate(pem_b64: str) -> Any:

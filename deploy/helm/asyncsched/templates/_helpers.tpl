@@ -45,6 +45,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{- define "asyncsched.descheduler" -}}
+{{- printf "%s-descheduler" (include "asyncsched.fullname" .) -}}
+{{- end -}}
+
+{{- define "asyncsched.deschedulerSelectorLabels" -}}
+app.kubernetes.io/name: asyncsched
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: descheduler
+{{- end -}}
+
+{{- define "asyncsched.deschedulerLabels" -}}
+{{ include "asyncsched.deschedulerSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
 {{/* Prometheus' conventional scrape annotations, for a pod template. */}}
 {{- define "asyncsched.scrapeAnnotations" -}}
 {{- if .root.Values.metrics.scrapeAnnotations }}

@@ -7,9 +7,10 @@ from the API into a directory, mints a token for the pod's ServiceAccount
 with a kubeconfig carrying that token, and POD_NAME / POD_NAMESPACE set as the
 downward API would. Everything else comes from the chart as installed: the
 configuration file, the webhook certificate Helm generated, the leader Leases'
-namespace and RBAC. The one value set for the bed is `controllers.webhook.url`
-(the API server reaches the webhook on loopback, not through a Service), with
-free ports for what would listen inside the pods.
+namespace and RBAC. The values set for the bed are `controllers.webhook.url`
+(the API server reaches the webhook on loopback, not through a Service), free
+ports for what would listen inside the pods, and the descheduler (off by default)
+enabled with a one-second interval and a Prometheus address where nothing listens.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import base64
 import os
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -136,6 +138,10 @@ async def release(kube: Kube, tmp_path: Path) -> AsyncIterator[Release]:
         "controllers.webhookPort": webhook,
         "metricsPort": free_port(),
         "controllers.metricsPort": free_port(),
+        "descheduler.enabled": "true",
+        "descheduler.metricsPort": free_port(),
+        "descheduler.interval": "1s",
+        "descheduler.prometheusAddress": f"http://127.0.0.1:{free_port()}",
     }
     sets = ",".join(f"{k}={v}" for k, v in values.items())
     release = Release(name, namespace, {}, {})
@@ -164,14 +170,24 @@ async def test_the_chart_installs_a_scheduler_and_controllers_that_run_a_job(
     objects = release.objects
     name = release.name
     scheduler, controllers = f"{name}-scheduler", f"{name}-controllers"
-    assert ("Deployment", scheduler) in objects and ("Deployment", controllers) in objects
+    descheduler = f"{name}-descheduler"
+    for component in (scheduler, controllers, descheduler):
+        assert ("Deployment", component) in objects
+        assert ("PodDisruptionBudget", component) in objects
     assert ("ConfigMap", "volcano-scheduler-configmap") in objects
-    assert {("PodDisruptionBudget", scheduler), ("PodDisruptionBudget", controllers)} <= set(
-        objects
-    )
+    assert ("ConfigMap", descheduler) in objects
     assert ("Secret", f"{controllers}-webhook-tls") in objects
     for proc in release.processes.values():
         proc.wait_for_line("is now the leader", 60)
+
+    # The descheduler runs passes with its ServiceAccount's RBAC (nothing to act on: the
+    # chart's policy needs Prometheus, unreachable here) and answers its probes.
+    release.processes[descheduler].wait_for_line("descheduling pass 2:", 60)
+    (container,) = objects[("Deployment", descheduler)]["spec"]["template"]["spec"]["containers"]
+    port = container["args"][container["args"].index("--metrics-port") + 1]
+    for path in ("/healthz", "/readyz"):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            assert answer.status == 200, path
 
     # A Volcano Job, through the chart's webhooks (Helm's certificate) and controllers,
     # gang-scheduled by the chart's scheduler. KWOK completes a Job's pods once they run.

@@ -10,6 +10,7 @@ from asyncsched.plugins.conformance import ConformancePlugin
 from asyncsched.plugins.deviceshare import DeviceSharePlugin
 from asyncsched.plugins.drf import DrfPlugin
 from asyncsched.plugins.gang import GangPlugin
+from asyncsched.plugins.gpufrag import GpuFragPlugin
 from asyncsched.plugins.network_topology_aware import NetworkTopologyAwarePlugin
 from asyncsched.plugins.nodeorder import NodeOrderPlugin
 from asyncsched.plugins.overcommit import OvercommitPlugin
@@ -36,6 +37,7 @@ BUILTIN_PLUGINS: dict[str, PluginBuilder] = {
         NetworkTopologyAwarePlugin,
         TaskTopologyPlugin,
         DeviceSharePlugin,
+        GpuFragPlugin,
     )
 }
 

@@ -1,0 +1,448 @@
+"""gpufrag: place GPU pods where they fragment the cluster's GPUs least.
+
+Fragmentation is FGD's measure (``asyncsched.model.gpufrag``): the idle GPU that the
+pods of the workload could not use. The workload is the one the cluster sees: the
+shapes of the last ``gpufrag.window`` pods that arrived (recomputed every
+``gpufrag.refresh`` arrivals), or a fixed list given in ``gpufrag.workload``. Cards
+and what pods hold of them are the device model's (``NodeInfo.gpus``/``gpu_use``,
+booked through the Statement); the plugin filters the nodes whose cards cannot take a
+pod's GPU (a vectorised first cut: with ``deviceshare`` on, its per-node rules still
+apply), scores the rest, and chooses the card a shared pod takes
+(``Session.gpu_chooser``, so list it after ``deviceshare``); the bind carries
+Volcano's vGPU annotations.
+
+Policies (``gpufrag.policy``):
+
+- ``packing`` (default): FGD's gradient, plus the GPU the placement starves of CPU
+  (idle cards whose pods, at the workload's CPU per GPU, the node's CPU left could
+  not feed; ``gpufrag.cpuWeight``), plus best fit's leftover as a small pull toward
+  the fuller node (``gpufrag.fitWeight``). FGD alone counts CPU only when the node
+  falls below a pod shape's whole request, so CPU-hungry pods drain the CPU beside
+  idle cards a bit at a time; and it sees many nodes alike, where best fit's
+  leftover keeps nodes whole.
+- ``fgd``: the paper's policy as its scheduler plugin scores: the gradient squashed
+  to an integer 0-100 (sigmoid of the gradient in cards), ties broken at random.
+- ``bestfit``: the node with least CPU and GPU left after placement (half each,
+  relative to the largest node); a share on the fullest card with room.
+- ``random``: any node that fits, uniformly (seeded by ``gpufrag.seed`` and the pod).
+
+Arguments:
+
+- ``gpufrag.policy``: as above.
+- ``gpufrag.weight`` (1): multiplies the score (scores add up with other plugins').
+- ``gpufrag.workload``: a list of ``{cpu, gpuMilli, gpus, models, weight}`` (cpu a
+  quantity, gpuMilli per card 0-1000, models a list of card models, weight the shape's
+  share); when absent the workload is learned from arrivals.
+- ``gpufrag.window`` (2000), ``gpufrag.refresh`` (200), ``gpufrag.coverage`` (0.95):
+  how many recent arrivals make the workload, how often it is recomputed, and which
+  share of those pods its most popular shapes must cover (FGD's "typical pods").
+- ``gpufrag.cpuWeight`` (1) and ``gpufrag.fitWeight`` (0.1): ``packing``'s terms.
+- ``gpufrag.seed`` (0): for ``random`` and ``fgd``'s ties.
+
+A pod's GPU in thousandths of a card: a vGPU share of fewer than 100 cores counts
+``cores x 10`` on one card; 100 cores or plain ``nvidia.com/gpu`` ask whole cards
+(``asyncsched.plugins._gpucards``). What the plugin learns (cards as arrays, the
+workload, per-shape answers) is kept from one session to the next while the
+configuration stays, and only the nodes that changed are computed again.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from asyncsched.api.quantity import to_units
+from asyncsched.framework import ArgumentError, Arguments, EventHandler, Session
+from asyncsched.framework.hooks import (
+    BATCH_NODE_ORDER,
+    BATCH_PREDICATE,
+    BatchNodeOrderFn,
+    BoolArray,
+    FloatArray,
+    IntArray,
+)
+from asyncsched.model import NodeInfo, TaskInfo, TaskStatus
+from asyncsched.model.devices import CARD_CORES, CardShare, GpuClaim
+from asyncsched.model.gpufrag import (
+    CARD,
+    Classes,
+    PodShape,
+    Workload,
+    node_fragmentation,
+    placement_deltas,
+    stranded_gpu,
+)
+from asyncsched.model.resource import CPU
+from asyncsched.plugins._cards import BINPACK, Fit, fit_cards
+from asyncsched.plugins._gpucards import CardBooks, Demand
+
+__all__ = ["POLICIES", "GpuFragPlugin", "card_books"]
+
+POLICIES = ("packing", "fgd", "bestfit", "random")
+NO_CARD_MODEL = "no GPU card of a model the pod accepts"
+NO_CARD_ROOM = "not enough room on the node's GPU cards"
+_UNFIT = -1e15
+
+
+class GpuFragPlugin:
+    """Filters by card room, scores by fragmentation, picks cards."""
+
+    name: ClassVar[str] = "gpufrag"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.policy = arguments.get_str("gpufrag.policy", "packing")
+        if self.policy not in POLICIES:
+            raise ArgumentError(
+                f"plugin gpufrag: argument 'gpufrag.policy' must be one of "
+                f"{', '.join(POLICIES)}, got {self.policy!r}"
+            )
+        self.weight = arguments.get_float("gpufrag.weight", 1.0)
+        self.window = arguments.get_int("gpufrag.window", 2000)
+        self.refresh = arguments.get_int("gpufrag.refresh", 200)
+        self.coverage = arguments.get_float("gpufrag.coverage", 0.95)
+        self.fit_weight = arguments.get_float("gpufrag.fitWeight", 0.1)
+        self.cpu_weight = arguments.get_float("gpufrag.cpuWeight", 1.0)
+        self.seed = arguments.get_int("gpufrag.seed", 0)
+        if self.window < 1 or self.refresh < 1 or not 0 < self.coverage <= 1:
+            raise ArgumentError(
+                "plugin gpufrag: gpufrag.window and gpufrag.refresh must be at least 1 "
+                "and gpufrag.coverage in (0, 1]"
+            )
+        self.fixed = _workload_argument(arguments.raw("gpufrag.workload"))
+        self.memory = _memory_of(arguments, self)
+
+    def on_session_open(self, ssn: Session) -> None:
+        memory = self.memory
+        books = memory.books
+        table = ssn.table
+        cpu = table.index.get(CPU)
+        n = len(ssn.node_list)
+        cpu_idle = table.idle[:n, cpu] if cpu is not None else np.zeros(n, dtype=np.int64)
+        books.sync(ssn.node_list, cpu_idle)
+        if self.fixed is None:
+            memory.observe(ssn)
+        memory.ensure_classes()
+        ssn.add(BATCH_PREDICATE, self.name, memory.failures)
+        score: BatchNodeOrderFn = _Scorer(memory, ssn)
+        ssn.add(BATCH_NODE_ORDER, self.name, score)
+        ssn.add_event_handler(
+            self.name,
+            EventHandler(
+                on_allocate=lambda task: memory.moved(ssn, task),
+                on_deallocate=lambda task: memory.moved(ssn, task),
+            ),
+        )
+        ssn.gpu_chooser = lambda task, node: memory.choose(task, node)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def _workload_argument(raw: Any) -> Workload | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw:
+        raise ArgumentError("plugin gpufrag: argument 'gpufrag.workload' must be a list")
+    shapes, weights = [], []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            raise ArgumentError(f"plugin gpufrag: gpufrag.workload[{i}] must be a mapping")
+        try:
+            cpu = to_units(CPU, item.get("cpu", 0))
+            milli = int(item.get("gpuMilli", 0))
+            gpus = int(item.get("gpus", 1 if milli else 0))
+            weight = float(item.get("weight", 1))
+            models = tuple(str(m) for m in item.get("models", ()) or ())
+        except (TypeError, ValueError) as exc:
+            raise ArgumentError(f"plugin gpufrag: gpufrag.workload[{i}]: {exc}") from None
+        if not 0 <= milli <= CARD or gpus < 0 or weight < 0 or (milli == 0) != (gpus == 0):
+            raise ArgumentError(
+                f"plugin gpufrag: gpufrag.workload[{i}]: gpuMilli must be 0-1000, gpus and "
+                "weight not negative, and gpus 0 exactly when gpuMilli is 0"
+            )
+        shapes.append(PodShape(cpu, milli, gpus, models))
+        weights.append(weight)
+    total = sum(weights)
+    if total <= 0:
+        raise ArgumentError("plugin gpufrag: gpufrag.workload has no weight")
+    return Workload(tuple(shapes), tuple(w / total for w in weights))
+
+
+_MEMORIES: dict[int, tuple[Arguments, _Memory]] = {}
+"""What the plugin keeps from one session to the next, per loaded configuration (its
+Arguments object stands for it); the last few configurations only."""
+
+
+def card_books(arguments: Arguments) -> CardBooks | None:
+    """The cards as the plugin built with ``arguments`` last saw them (for reports)."""
+    found = _MEMORIES.get(id(arguments))
+    return found[1].books if found is not None and found[0] is arguments else None
+
+
+def _memory_of(arguments: Arguments, plugin: GpuFragPlugin) -> _Memory:
+    found = _MEMORIES.get(id(arguments))
+    if found is not None and found[0] is arguments:
+        found[1].plugin = plugin
+        return found[1]
+    memory = _Memory(plugin)
+    if len(_MEMORIES) >= 8:
+        _MEMORIES.pop(next(iter(_MEMORIES)))
+    _MEMORIES[id(arguments)] = (arguments, memory)
+    return memory
+
+
+class _Memory:
+    """Cards, the workload and per-shape answers, kept while the configuration stays."""
+
+    def __init__(self, plugin: GpuFragPlugin) -> None:
+        self.plugin = plugin
+        self.books = CardBooks()
+        self.arrived: deque[PodShape] = deque(maxlen=plugin.window)
+        self.seen: set[str] = set()
+        self.since_refresh = 0
+        self.workload: Workload | None = plugin.fixed
+        self.classes: Classes | None = None
+        self.generation = 0
+        """Bumped when the workload or the card layout changes: every answer is stale."""
+        self.layout = (-1, 0)
+        self.before: FloatArray = np.zeros(0)
+        self.before_seen: IntArray = np.zeros(0, dtype=np.int64)
+        self.shapes: dict[Demand, _ShapeAnswers] = {}
+
+    # -- the workload ---------------------------------------------------------------
+
+    def observe(self, ssn: Session) -> None:
+        """Count the pending pods not seen before as arrivals."""
+        books = self.books
+        for job in ssn.active_jobs.values():
+            for task in job.tasks_in(TaskStatus.PENDING):
+                if task.uid in self.seen:
+                    continue
+                self.seen.add(task.uid)
+                self.arrived.append(books.demand(task).shape)
+                self.since_refresh += 1
+        if len(self.seen) > 4 * self.plugin.window:
+            self.seen = set(list(self.seen)[-self.plugin.window :])
+        if self.arrived and (self.workload is None or self.since_refresh >= self.plugin.refresh):
+            self.workload = Workload.of(self.arrived, self.plugin.coverage)
+            self.since_refresh = 0
+            self.classes = None
+
+    def ensure_classes(self) -> None:
+        books = self.books
+        layout = (books.epoch, len(books.models))
+        if self.classes is not None and layout == self.layout:
+            return
+        self.layout = layout
+        self.classes = Classes(self.workload or Workload((), ()), books.models)
+        self.generation += 1
+        n = len(books.names)
+        self.before = np.zeros(n, dtype=np.float64)
+        self.before_seen = np.full(n, -1, dtype=np.int64)
+        self.shapes = {}
+
+    def fragmentation_before(self, rows: IntArray) -> FloatArray:
+        """Each row's fragmentation now (refreshed where the row changed)."""
+        books = self.books
+        assert self.classes is not None
+        stale = rows[self.before_seen[rows] != books.version[rows]]
+        if stale.size:
+            self.before[stale] = node_fragmentation(
+                books.cpu_left[stale], books.cards[stale], books.model[stale], self.classes
+            )
+            self.before_seen[stale] = books.version[stale]
+        return self.before
+
+    # -- hooks ------------------------------------------------------------------------
+
+    def answers(self, task: TaskInfo) -> _ShapeAnswers:
+        demand = self.books.demand(task)
+        found = self.shapes.get(demand)
+        if found is None:
+            found = self.shapes[demand] = _ShapeAnswers(self, demand)
+        found.refresh()
+        return found
+
+    def failures(self, task: TaskInfo) -> list[tuple[str, BoolArray]]:
+        demand = self.books.demand(task)
+        if not demand.gpus:
+            return []
+        found = self.answers(task)
+        return [(NO_CARD_MODEL, found.no_model), (NO_CARD_ROOM, found.no_room)]
+
+    def moved(self, ssn: Session, task: TaskInfo) -> None:
+        """A task was placed on or taken off a node in the session: read the node again."""
+        node = ssn.nodes.get(task.node_name) if task.node_name else None
+        if node is None or node.row >= len(self.books.names):
+            return
+        cpu = ssn.table.index.get(CPU)
+        cpu_left = int(ssn.table.idle[node.row, cpu]) if cpu is not None else 0
+        self.books.refresh(node.row, cpu_left)
+
+    def choose(self, task: TaskInfo, node: NodeInfo) -> GpuClaim | None:
+        """The cards the task gets on the node (``Session.gpu_chooser``): a share goes on
+        the card the policy picks; anything else as Volcano's binpack order gives it."""
+        request, gpus, use = task.gpu_request, node.gpus, node.gpu_use
+        if request is None:
+            return None
+        annotations = task.pod.metadata.annotations
+        demand = self.books.demand(task)
+        position = -1
+        if (
+            demand.shape.shares
+            and gpus is not None
+            and use is not None
+            and gpus.source == "vgpu"
+            and len(request.vgpu) == 1
+            and node.row < len(self.books.names)
+        ):
+            position = self.pick_card(task, node.row)
+        if position >= 0 and gpus is not None:
+            card = gpus.cards[position]
+            ask = request.vgpu[0]
+            share = CardShare(
+                card.uuid, card.index, ask.memory_on(card), ask.cores, ask.cores >= CARD_CORES
+            )
+            allowed = annotations.get(_ONLY)
+            if not allowed or card.uuid in allowed.split(","):
+                alone = {**annotations, _ONLY: card.uuid}
+                if isinstance(fit_cards(request, gpus, use, alone), Fit):
+                    return GpuClaim("vgpu", (share,), 0, 1)
+        found = fit_cards(request, gpus, use, annotations, BINPACK)
+        return found.claim if isinstance(found, Fit) else None
+
+    def pick_card(self, task: TaskInfo, row: int) -> int:
+        """The card (position) a share takes on ``row`` under the policy, -1 for none."""
+        books = self.books
+        shape = books.demand(task).shape
+        cards = books.cards[row]
+        room = np.flatnonzero(cards >= shape.gpu_milli)
+        if not room.size:
+            return -1
+        policy = self.plugin.policy
+        if policy in ("packing", "fgd"):
+            assert self.classes is not None
+            rows = np.array([row])
+            _, choice = placement_deltas(
+                books.cpu_left[rows], books.cards[rows], books.model[rows], self.classes, shape
+            )
+            return int(choice[0])
+        if policy == "random":
+            rng = np.random.default_rng([self.plugin.seed, zlib.crc32(task.uid.encode())])
+            return int(room[int(rng.integers(room.size))])
+        return int(room[np.argmin(cards[room])])  # best fit: the fullest card with room
+
+
+_ONLY = "volcano.sh/vgpu-use-gpuuuid"
+"""Asking the card rules about one card: Volcano's annotation that limits a pod to it."""
+
+
+class _ShapeAnswers:
+    """For one shape: which rows its GPU fits, its gradient and score on each, and the
+    row versions they were computed at (only changed rows are computed again)."""
+
+    def __init__(self, memory: _Memory, demand: Demand) -> None:
+        self.memory = memory
+        self.demand = demand
+        n = len(memory.books.names)
+        self.no_model: BoolArray = np.zeros(n, dtype=np.bool_)
+        self.no_room: BoolArray = np.zeros(n, dtype=np.bool_)
+        self.scores: FloatArray = np.zeros(n, dtype=np.float64)
+        self.seen: IntArray = np.full(n, -1, dtype=np.int64)
+        self.generation = memory.generation
+
+    def refresh(self) -> None:
+        memory, books = self.memory, self.memory.books
+        if self.generation != memory.generation:
+            self.__init__(memory, self.demand)  # type: ignore[misc]
+        stale = np.flatnonzero(self.seen != books.version)
+        if not stale.size:
+            return
+        self.seen[stale] = books.version[stale]
+        shape = self.demand.shape
+        if shape.gpus:
+            cards = books.cards[stale]
+            model_ok = books.accepts(self.demand)[books.model[stale]]
+            room = (cards >= shape.gpu_milli).sum(axis=1) >= shape.gpus
+            no_model, no_room = ~model_ok, model_ok & ~room
+            if (no_model != self.no_model[stale]).any():
+                self.no_model = self.no_model.copy()  # a new object: callers cache on ids
+                self.no_model[stale] = no_model
+            if (no_room != self.no_room[stale]).any():
+                self.no_room = self.no_room.copy()
+                self.no_room[stale] = no_room
+        self.scores[stale] = self._score(stale)
+
+    def _score(self, rows: IntArray) -> FloatArray:
+        memory, books, shape = self.memory, self.memory.books, self.demand.shape
+        plugin = memory.plugin
+        policy, weight = plugin.policy, plugin.weight
+        if policy == "random":
+            return np.zeros(len(rows), dtype=np.float64)
+        if policy == "bestfit":
+            found: FloatArray = -_left_after(books, rows, shape) * weight
+            return found
+        assert memory.classes is not None
+        before = memory.fragmentation_before(rows)[rows]
+        delta, _ = placement_deltas(
+            books.cpu_left[rows],
+            books.cards[rows],
+            books.model[rows],
+            memory.classes,
+            shape,
+            before,
+        )
+        finite = np.isfinite(delta)
+        if policy == "fgd":
+            with np.errstate(over="ignore"):
+                sigmoid = 1.0 / (1.0 + np.exp(np.where(finite, delta, 1e9) / CARD))
+            quantized: FloatArray = np.floor(sigmoid * 100.0)
+            return np.where(finite, quantized, _UNFIT) * weight
+        score = -delta - plugin.fit_weight * CARD * _left_after(books, rows, shape)
+        if plugin.cpu_weight:
+            ratio = memory.classes.cpu_per_milli
+            cards = books.cards[rows]
+            cpu = books.cpu_left[rows]
+            stranded = stranded_gpu(cpu, cards, ratio)
+            after = stranded_gpu(cpu - shape.cpu, cards, ratio) - shape.gpu_total
+            score -= plugin.cpu_weight * (np.maximum(after, 0.0) - stranded)
+        return np.where(finite, score, _UNFIT) * weight
+
+
+def _left_after(books: CardBooks, rows: IntArray, shape: PodShape) -> FloatArray:
+    """Best fit's measure: CPU and GPU left on the row after the pod, each relative to the
+    largest node, weighed half and half (0: the pod fills the node; lower is tighter)."""
+    gpu_left = books.cards[rows].sum(axis=1) - shape.gpu_total
+    cpu_left = books.cpu_left[rows] - shape.cpu
+    left: FloatArray = 0.5 * cpu_left / books.cpu_max + 0.5 * gpu_left / books.gpu_max
+    return left
+
+
+class _Scorer:
+    """gpufrag's RowScorer for one session."""
+
+    def __init__(self, memory: _Memory, ssn: Session) -> None:
+        self.memory = memory
+        self.ssn = ssn
+
+    def __call__(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
+        found: FloatArray = self.all_rows(task)[candidates]
+        return found
+
+    def all_rows(self, task: TaskInfo) -> FloatArray:
+        memory = self.memory
+        if memory.plugin.policy == "random":
+            rng = np.random.default_rng([memory.plugin.seed, zlib.crc32(task.uid.encode())])
+            noise: FloatArray = rng.random(len(memory.books.names)) * memory.plugin.weight
+            return noise
+        scores = memory.answers(task).scores
+        if memory.plugin.policy == "fgd":
+            # As FGD's scheduler plugin scores: an integer 0-100 (a sigmoid of the
+            # gradient in cards), with ties broken at random (kube-scheduler's selectHost).
+            rng = np.random.default_rng([memory.plugin.seed, zlib.crc32(task.uid.encode())])
+            return scores + rng.random(len(scores)) * 0.999
+        return scores

@@ -212,23 +212,7 @@ def placement_deltas(
         delta: FloatArray = after - before
         return delta, choice
     if pod.shares:
-        # Every (row, card) pair as a row of its own: the card loses the pod's share.
-        expanded = np.repeat(cards[:, None, :], width, axis=1)  # [R,G,G]
-        taken = np.arange(width)
-        room = cards >= pod.gpu_milli  # [R,G]
-        expanded[:, taken, taken] -= np.where(room, pod.gpu_milli, 0)
-        flat = node_fragmentation(
-            np.repeat(cpu_after, width),
-            expanded.reshape(rows * width, width),
-            np.repeat(model, width),
-            classes,
-        ).reshape(rows, width)
-        flat = np.where(room, flat, np.inf)
-        best = np.argmin(flat, axis=1)
-        after = flat[np.arange(rows), best]
-        choice = np.where(np.isfinite(after), best, -1).astype(np.int64)
-        delta = after - before
-        return delta, choice
+        return _share_deltas(cpu_after, cards, model, classes, pod, before)
     free = cards >= CARD
     enough = free.sum(axis=1) >= pod.gpus
     # Take the first ``gpus`` free cards (free cards are alike for the measure).
@@ -236,6 +220,49 @@ def placement_deltas(
     take = free & (order <= pod.gpus)
     after = node_fragmentation(cpu_after, cards - take * CARD, model, classes)
     delta = np.where(enough, after - before, np.inf)
+    return delta, choice
+
+
+def _share_deltas(
+    cpu_after: IntArray,
+    cards: IntArray,
+    model: IntArray,
+    classes: Classes,
+    pod: PodShape,
+    before: FloatArray,
+) -> tuple[FloatArray, IntArray]:
+    """placement_deltas for a share: each card with room tried in turn. Only that card
+    changes, so each shape's count of usable cards and sum of unusable ones are updated
+    from the node's, not recounted ([classes, rows, cards] work, not times the cards)."""
+    rows = cards.shape[0]
+    milli = classes.milli[:, None, None]  # [C,1,1]
+    enough = cards[None, :, :] >= milli  # [C,R,G]
+    usable = enough.sum(axis=2)[:, :, None]  # [C,R,1]
+    unusable = np.where(enough, 0, cards[None, :, :]).sum(axis=2)[:, :, None]
+    left = cards - pod.gpu_milli  # [R,G]: each card after taking the share
+    was = enough
+    now = left[None, :, :] >= milli
+    usable_after = usable - was + now
+    unusable_after = (
+        unusable - np.where(was, 0, cards[None, :, :]) + np.where(now, 0, left[None, :, :])
+    )
+    idle_after = cards.sum(axis=1) - pod.gpu_milli  # [R]
+    fits = (
+        classes.access[:, model][:, :, None]
+        & (cpu_after[None, :, None] >= classes.cpu[:, None, None])
+        & (usable_after >= classes.gpus[:, None, None])
+    )
+    frag = np.where(fits, unusable_after, idle_after[None, :, None])  # [C,R,G]
+    after = (
+        np.tensordot(classes.weight, frag, axes=1)
+        if len(classes)
+        else np.zeros(cards.shape, dtype=np.float64)
+    )
+    after = np.where(cards >= pod.gpu_milli, after, np.inf)
+    best = np.argmin(after, axis=1)
+    chosen = after[np.arange(rows), best]
+    choice: IntArray = np.where(np.isfinite(chosen), best, -1).astype(np.int64)
+    delta: FloatArray = chosen - before
     return delta, choice
 
 

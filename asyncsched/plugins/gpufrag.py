@@ -34,7 +34,8 @@ Arguments:
   quantity, gpuMilli per card 0-1000, models a list of card models, weight the shape's
   share); when absent the workload is learned from arrivals.
 - ``gpufrag.window`` (2000), ``gpufrag.refresh`` (200), ``gpufrag.coverage`` (0.95):
-  how many recent arrivals make the workload, how often it is recomputed, and which
+  how many recent arrivals make the workload, how often it is recomputed (it replaces
+  the one in use only when they differ by more than 5%, total variation), and which
   share of those pods its most popular shapes must cover (FGD's "typical pods").
 - ``gpufrag.cpuWeight`` (1) and ``gpufrag.fitWeight`` (0.1): ``packing``'s terms.
 - ``gpufrag.seed`` (0): for ``random`` and ``fgd``'s ties.
@@ -172,6 +173,18 @@ def _workload_argument(raw: Any) -> Workload | None:
     return Workload(tuple(shapes), tuple(w / total for w in weights))
 
 
+_MOVED = 0.05
+"""A learned workload is replaced when the new one differs by more than this (total
+variation): every per-shape answer is computed again then, so not for noise."""
+
+
+def _moved(old: Workload, new: Workload) -> float:
+    """Total variation distance between two workloads' shape distributions."""
+    a = dict(zip(old.shapes, old.weights, strict=True))
+    b = dict(zip(new.shapes, new.weights, strict=True))
+    return 0.5 * sum(abs(a.get(s, 0.0) - b.get(s, 0.0)) for s in a.keys() | b.keys())
+
+
 _MEMORIES: dict[int, tuple[Arguments, _Memory]] = {}
 """What the plugin keeps from one session to the next, per loaded configuration (its
 Arguments object stands for it); the last few configurations only."""
@@ -228,9 +241,11 @@ class _Memory:
         if len(self.seen) > 4 * self.plugin.window:
             self.seen = set(list(self.seen)[-self.plugin.window :])
         if self.arrived and (self.workload is None or self.since_refresh >= self.plugin.refresh):
-            self.workload = Workload.of(self.arrived, self.plugin.coverage)
+            fresh = Workload.of(self.arrived, self.plugin.coverage)
             self.since_refresh = 0
-            self.classes = None
+            if self.workload is None or _moved(self.workload, fresh) > _MOVED:
+                self.workload = fresh
+                self.classes = None
 
     def ensure_classes(self) -> None:
         books = self.books

@@ -73,6 +73,51 @@ def test_the_arrays_agree_with_the_definition_on_random_nodes() -> None:
     assert np.allclose(node_fragmentation(cpu, cards, model, classes), expected)
 
 
+def test_the_gradient_is_the_change_of_the_definition_for_the_best_card() -> None:
+    rng = np.random.default_rng(11)
+    shapes = (PodShape(2000, 250, 1), PodShape(6000, 600, 1), PodShape(4000, 1000, 2))
+    workload = Workload(shapes, (0.5, 0.3, 0.2))
+    classes = Classes(workload, ["", "A"])
+    cards = rng.choice([0, 200, 400, 650, 1000], (40, 4)).astype(np.int64)
+    cpu = rng.integers(0, 12, 40).astype(np.int64) * 1000
+    model = np.ones(40, dtype=np.int64)
+
+    def expected(cpu_left: int, own: list[int]) -> float:
+        return sum(
+            w * shape_fragmentation(cpu_left, own, "A", s)
+            for s, w in zip(shapes, workload.weights, strict=True)
+        )
+
+    for pod in (PodShape(1000, 400, 1), PodShape(3000, 1000, 1), PodShape(5000)):
+        delta, card = placement_deltas(cpu, cards, model, classes, pod)
+        for r in range(40):
+            own = [int(c) for c in cards[r]]
+            now = expected(int(cpu[r]), own)
+            if pod.shares:
+                options = [
+                    expected(int(cpu[r]) - pod.cpu, [*own[:g], own[g] - 400, *own[g + 1 :]])
+                    for g in range(4)
+                    if own[g] >= 400
+                ]
+                if not options:
+                    assert delta[r] == np.inf
+                    continue
+                assert delta[r] == pytest.approx(min(options) - now)
+                taken = [*own]
+                taken[card[r]] -= 400
+                assert expected(int(cpu[r]) - pod.cpu, taken) == pytest.approx(min(options))
+            elif pod.gpus:
+                free = [g for g in range(4) if own[g] == 1000]
+                if not free:
+                    assert delta[r] == np.inf
+                    continue
+                taken = [*own]
+                taken[free[0]] = 0
+                assert delta[r] == pytest.approx(expected(int(cpu[r]) - pod.cpu, taken) - now)
+            else:
+                assert delta[r] == pytest.approx(expected(int(cpu[r]) - pod.cpu, own) - now)
+
+
 def test_popularity_weighs_the_shapes_and_rare_ones_are_left_out() -> None:
     shapes = [PodShape(1000, 500, 1)] * 6 + [PodShape(1000, 1000, 1)] * 3 + [PodShape(1000)]
     workload = Workload.of(shapes, coverage=0.9)

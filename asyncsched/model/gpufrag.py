@@ -202,7 +202,7 @@ def placement_deltas(
     not checked here: the caller's fit test rules out rows without room.
     ``before`` is ``node_fragmentation`` of the rows when the caller has it.
     """
-    rows, width = cards.shape
+    rows = cards.shape[0]
     if before is None:
         before = node_fragmentation(cpu_left, cards, model, classes)
     cpu_after = cpu_left - pod.cpu

@@ -177,7 +177,7 @@ def replay(
     for row in node_rows:
         cache.upsert_node(node_object(row))
     plan = arrivals(rows, cluster_milli, seed, shuffle)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     asked = allocated = bound = skipped = 0
     marks: dict[str, dict[str, float]] = {}
     args = loaded.plugin_builders[0][2]
@@ -204,6 +204,7 @@ def replay(
             marks["100"] = _mark(allocated, cluster_milli, card_books(args), typical)
     marks["130"] = _mark(allocated, cluster_milli, card_books(args), typical)
     wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     return {
         "list": pod_list,
         "policy": policy,
@@ -220,6 +221,7 @@ def replay(
         "frag_100": marks.get("100", {}).get("frag"),
         "frag_130": marks["130"]["frag"],
         "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
         "native": kernels.NATIVE,
         **({"arguments": extra} if extra else {}),
     }

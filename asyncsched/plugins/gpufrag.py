@@ -358,7 +358,11 @@ _ONLY = "volcano.sh/vgpu-use-gpuuuid"
 
 class _ShapeAnswers:
     """For one shape: which rows its GPU fits, its gradient and score on each, and the
-    row versions they were computed at (only changed rows are computed again)."""
+    row versions they were computed at (only changed rows are computed again).
+
+    A row where the shape cannot go (its cards, or its CPU) keeps its old score: no
+    placement reads it (the masks, or the resource fit, rule the row out), and the row
+    is scored once a change lets the shape in, since only a change can."""
 
     def __init__(self, memory: _Memory, demand: Demand) -> None:
         self.memory = memory
@@ -367,30 +371,42 @@ class _ShapeAnswers:
         self.no_model: BoolArray = np.zeros(n, dtype=np.bool_)
         self.no_room: BoolArray = np.zeros(n, dtype=np.bool_)
         self.scores: FloatArray = np.zeros(n, dtype=np.float64)
+        self.masked: IntArray = np.full(n, -1, dtype=np.int64)
+        """Row versions the masks were computed at."""
         self.seen: IntArray = np.full(n, -1, dtype=np.int64)
+        """Row versions the scores were computed at."""
         self.generation = memory.generation
 
     def refresh(self) -> None:
         memory, books = self.memory, self.memory.books
         if self.generation != memory.generation:
             self.__init__(memory, self.demand)  # type: ignore[misc]
-        stale = np.flatnonzero(self.seen != books.version)
-        if not stale.size:
-            return
-        self.seen[stale] = books.version[stale]
+        version = books.version
         shape = self.demand.shape
         if shape.gpus:
-            cards = books.cards[stale]
-            model_ok = books.accepts(self.demand)[books.model[stale]]
-            room = (cards >= shape.gpu_milli).sum(axis=1) >= shape.gpus
-            no_model, no_room = ~model_ok, model_ok & ~room
-            if (no_model != self.no_model[stale]).any():
-                self.no_model = self.no_model.copy()  # a new object: callers cache on ids
-                self.no_model[stale] = no_model
-            if (no_room != self.no_room[stale]).any():
-                self.no_room = self.no_room.copy()
-                self.no_room[stale] = no_room
-        self.scores[stale] = self._score(stale)
+            stale = np.flatnonzero(self.masked != version)
+            if stale.size:
+                self.masked[stale] = version[stale]
+                cards = books.cards[stale]
+                model_ok = books.accepts(self.demand)[books.model[stale]]
+                room = (cards >= shape.gpu_milli).sum(axis=1) >= shape.gpus
+                no_model, no_room = ~model_ok, model_ok & ~room
+                if (no_model != self.no_model[stale]).any():
+                    self.no_model = self.no_model.copy()  # a new object: callers cache on ids
+                    self.no_model[stale] = no_model
+                if (no_room != self.no_room[stale]).any():
+                    self.no_room = self.no_room.copy()
+                    self.no_room[stale] = no_room
+        stale = np.flatnonzero(self.seen != version)
+        if not stale.size:
+            return
+        usable = books.cpu_left[stale] >= shape.cpu
+        if shape.gpus:
+            usable &= ~(self.no_model[stale] | self.no_room[stale])
+        stale = stale[usable]
+        if stale.size:
+            self.seen[stale] = version[stale]
+            self.scores[stale] = self._score(stale)
 
     def _score(self, rows: IntArray) -> FloatArray:
         memory, books, shape = self.memory, self.memory.books, self.demand.shape
@@ -425,7 +441,9 @@ class _ShapeAnswers:
             stranded = stranded_gpu(cpu, cards, ratio)
             after = stranded_gpu(cpu - shape.cpu, cards, ratio) - shape.gpu_total
             score -= plugin.cpu_weight * (np.maximum(after, 0.0) - stranded)
-        return np.where(finite, score, _UNFIT) * weight
+        # Rounded: sums over shapes come out a hair apart depending on how many rows are
+        # computed at once, and equal nodes must tie (the lowest index wins) regardless.
+        return np.where(finite, np.round(score, 6), _UNFIT) * weight
 
 
 def _left_after(books: CardBooks, rows: IntArray, shape: PodShape) -> FloatArray:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asyncsched.framework.hooks import BoolArray
-from asyncsched.model import NodeInfo, TaskInfo
+from asyncsched.model import NodeInfo, NodeTable, TaskInfo
 from asyncsched.model.devices import CARD_CORES, NO_PERCENTAGE, GpuRequest
 from asyncsched.model.gpufrag import CARD, IntArray, PodShape
 from asyncsched.model.resource import CPU
@@ -84,6 +84,8 @@ class CardBooks:
         self.epoch = 0
         """Bumped when rows are renumbered or widened: every cache starts over."""
         self._demands: dict[tuple[int, GpuRequest | None, str], Demand] = {}
+        self._flags: object = None
+        self._idle: IntArray = np.zeros((0, 0), dtype=np.int64)
         self._clock = 0
 
     def demand(self, task: TaskInfo) -> Demand:
@@ -104,25 +106,40 @@ class CardBooks:
                 ok[i] = not demand.wanted or any(w.upper() in model.upper() for w in demand.wanted)
         return ok
 
-    def sync(self, nodes: list[NodeInfo], cpu_idle: IntArray) -> None:
-        """Bring the rows up to date with the session's nodes: only those whose NodeInfo
-        is not the one seen last time are read again."""
+    def sync(self, nodes: list[NodeInfo], table: NodeTable, flags: object) -> None:
+        """Bring the rows up to date with the session's nodes, reading again only those
+        that changed. ``flags`` is the snapshot's NodeFlags: the cache makes a new one
+        whenever a Node object changes, so while it stays the same only the nodes' tasks
+        changed, and those rows are the ones whose amounts in ``table`` moved; otherwise
+        each NodeInfo is compared with the one seen last (unchanged ones are handed out
+        again)."""
+        n = len(nodes)
+        idle = table.idle[:n]
+        column = table.index.get(CPU)
+        cpu_idle = idle[:, column] if column is not None else np.zeros(n, dtype=np.int64)
         width = self.cards.shape[1]
         seen = self.nodes
-        if len(nodes) != len(seen):
+        if n != len(seen):
             self._rebuild(nodes, cpu_idle)
-            return
-        changed = [row for row, (a, b) in enumerate(zip(nodes, seen, strict=True)) if a is not b]
-        for row in changed:
-            node = nodes[row]
-            if node.name != self.names[row] or (
-                node.gpus is not None and len(node.gpus.cards) > width
-            ):
-                self._rebuild(nodes, cpu_idle)
-                return
-        for row in changed:
-            seen[row] = nodes[row]
-            self.refresh(row, int(cpu_idle[row]))
+        elif flags is self._flags and idle.shape == self._idle.shape:
+            for row in np.flatnonzero((idle != self._idle).any(axis=1)).tolist():
+                seen[row] = nodes[row]
+                self.refresh(row, int(cpu_idle[row]))
+        else:
+            changed = [r for r, (a, b) in enumerate(zip(nodes, seen, strict=True)) if a is not b]
+            for row in changed:
+                node = nodes[row]
+                if node.name != self.names[row] or (
+                    node.gpus is not None and len(node.gpus.cards) > width
+                ):
+                    self._rebuild(nodes, cpu_idle)
+                    break
+            else:
+                for row in changed:
+                    seen[row] = nodes[row]
+                    self.refresh(row, int(cpu_idle[row]))
+        self._flags = flags
+        self._idle = idle.copy()
 
     def _rebuild(self, nodes: list[NodeInfo], cpu_idle: IntArray) -> None:
         width = max([1, *(len(n.gpus.cards) for n in nodes if n.gpus is not None)])
@@ -144,8 +161,10 @@ class CardBooks:
         for row in range(n):
             self.refresh(row, int(cpu_idle[row]))
 
-    def refresh(self, row: int, cpu_left: int) -> None:
-        """Read the row's node again (after a placement in the session, or a new copy)."""
+    def refresh(self, row: int, cpu_left: int, node: NodeInfo | None = None) -> None:
+        """Read the row's node again (``node``: the session's, after a placement in it)."""
+        if node is not None:
+            self.nodes[row] = node
         node = self.nodes[row]
         self.cpu_left[row] = cpu_left
         gpus, use = node.gpus, node.gpu_use

@@ -119,11 +119,7 @@ class GpuFragPlugin:
     def on_session_open(self, ssn: Session) -> None:
         memory = self.memory
         books = memory.books
-        table = ssn.table
-        cpu = table.index.get(CPU)
-        n = len(ssn.node_list)
-        cpu_idle = table.idle[:n, cpu] if cpu is not None else np.zeros(n, dtype=np.int64)
-        books.sync(ssn.node_list, cpu_idle)
+        books.sync(ssn.node_list, ssn.table, ssn.node_flags)
         if self.fixed is None:
             memory.observe(ssn)
         memory.ensure_classes()
@@ -296,7 +292,7 @@ class _Memory:
             return
         cpu = ssn.table.index.get(CPU)
         cpu_left = int(ssn.table.idle[node.row, cpu]) if cpu is not None else 0
-        self.books.refresh(node.row, cpu_left)
+        self.books.refresh(node.row, cpu_left, node)
 
     def choose(self, task: TaskInfo, node: NodeInfo) -> GpuClaim | None:
         """The cards the task gets on the node (``Session.gpu_chooser``): a share goes on

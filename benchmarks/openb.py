@@ -47,6 +47,7 @@ from asyncsched.framework import load_configuration, run_session
 from asyncsched.framework.registry import Registry
 from asyncsched.model import kernels
 from asyncsched.model.devices import (
+    CARD_CORES,
     VGPU_CORES,
     VGPU_MEMORY_PERCENTAGE,
     VGPU_NUMBER,
@@ -108,6 +109,11 @@ def node_object(row: dict[str, str]) -> Node:
     if gpus:
         cards = [(f"{row['sn']}-gpu{i}", 100, 16384, f"NVIDIA-{row['model']}") for i in range(gpus)]
         meta["annotations"] = {VGPU_REGISTER: encode_register(cards)}
+        # A device plugin advertises the cards' totals too; the model reads them there.
+        allocatable[VGPU_NUMBER] = str(sum(card[1] for card in cards))
+        allocatable["volcano.sh/vgpu-memory"] = str(sum(card[2] for card in cards))
+        allocatable[VGPU_CORES] = str(CARD_CORES * len(cards))
+        allocatable[VGPU_MEMORY_PERCENTAGE] = str(100 * len(cards))
     return msgspec.convert({"metadata": meta, "status": {"allocatable": allocatable}}, Node)
 
 

@@ -111,6 +111,9 @@ async def test_every_dashboard_panel_returns_series_from_the_scheduler(
             # ...and what it holds per GPU model, which Volcano's series cannot split.
             held = f'asyncsched_queue_allocated_devices{{queue_name="{ml}"}}'
             await prometheus.wait_query(f"{held} == 48", 30, "48 H100s held by the queue")
+            # Recounted every few seconds: the A100 pod may come a scrape later.
+            a100s = f'{held[:-1]},model="NVIDIA-A100"}}'
+            await prometheus.wait_query(f"{a100s} == 4", 30, "4 A100s held by the queue")
             by_model = {
                 (s["metric"]["resource"], s["metric"]["model"]): float(s["value"][1])
                 for s in prometheus.query(held)

@@ -191,7 +191,7 @@ def replay(
         pod = pod_object(i, row)
         demand = shape_of(row).gpu_total
         cache.upsert_pod(pod)
-        result, _ = run_session(cache.snapshot(now=float(i)), loaded, uid=str(i))
+        result, _ = run_session(cache.snapshot(now=float(i)), loaded, uid=str(i), gauges=False)
         if result.binds:
             bind = result.binds[0]
             cache.mark_binding(bind.uid, bind.node, bind.gpu_claim)

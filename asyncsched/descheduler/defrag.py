@@ -251,6 +251,6 @@ def gang_placed_without(
                 if target.tasks_with_pod_rules is not None:
                     target.tasks_with_pod_rules.pop(key, None)
     members = snapshot.jobs[job].tasks if job in snapshot.jobs else {}
-    result, _ = run_session(snapshot, loaded, uid=f"defragmentation-check-{job}")
+    result, _ = run_session(snapshot, loaded, uid=f"defragmentation-check-{job}", gauges=False)
     placed = [b.uid for b in result.binds if b.uid in members]
     return len(placed) >= needed

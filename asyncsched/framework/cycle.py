@@ -113,6 +113,7 @@ def run_session(
     uid: str = "",
     clock: Callable[[], float] | None = None,
     budget: int | None = None,
+    gauges: bool = True,
 ) -> tuple[SessionResult, Session]:
     """Run every configured action over the snapshot and report the decisions.
 
@@ -122,12 +123,16 @@ def run_session(
     The session comes back closed (``Session.close``): read it, ask it nothing.
     With a ``clock`` (seconds, such as ``time.perf_counter``) the result carries how long
     the parts took (``SessionTimings``); the decisions never depend on it. ``budget``: the
-    pending tasks allocate may try before the session stops (``SessionBudget``).
+    pending tasks allocate may try before the session stops (``SessionBudget``). Without
+    ``gauges`` (a shell that exports no metrics, such as the simulator) plugins are told
+    not to compute what they would only report (``Session.gauges_wanted``).
     """
     with gc_paused():
-        result, ssn = _run_session(snapshot, loaded, uid, clock, budget)
+        result, ssn = _run_session(snapshot, loaded, uid, clock, budget, gauges)
         if snapshot.reference is not None:
-            expected, _ = _run_session(snapshot.reference, loaded, uid, budget=budget)
+            expected, _ = _run_session(
+                snapshot.reference, loaded, uid, budget=budget, gauges=gauges
+            )
             if result != expected:
                 raise SnapshotReuseError(
                     f"session {uid!r} on the incremental snapshot decided or reported "
@@ -173,11 +178,13 @@ def _run_session(
     uid: str,
     clock: Callable[[], float] | None = None,
     budget: int | None = None,
+    gauges: bool = True,
 ) -> tuple[SessionResult, Session]:
     timer = _Timer(clock) if clock is not None else None
     start = timer.now() if timer is not None else 0.0
     ssn = open_session(snapshot, loaded, uid, timer)
     ssn.budget.tasks = budget
+    ssn.gauges_wanted = gauges
     if timer is not None:
         timer.times.open_ms = timer.since(start)
     for action in loaded.actions:

@@ -133,6 +133,9 @@ class Session:
         """Jobs of fifo queues held back behind a job that could not be placed."""
         self.budget = SessionBudget()
         """How much allocate may try, and the jobs it left for the next session."""
+        self.gauges_wanted = True
+        """Whether the shell exports what plugins report (``report_gauge``); a plugin may
+        skip work done only to report it when not."""
         self._slots: dict[Slot[Any], Any] = {}
         self._zero_scores: FloatArray | None = None
         self.evicted_from: set[str] = set()
@@ -405,6 +408,8 @@ class Session:
         a Prometheus gauge (``name`` should start ``asyncsched_<plugin>_``), and a series
         (a set of label values) not reported again in a later session is removed, so what
         a plugin stops holding stops showing."""
+        if not self.gauges_wanted:
+            return
         gauge = PluginGauge(name, help, tuple(sorted(labels.items())), float(value))
         self.result.plugin_gauges.append(gauge)
 

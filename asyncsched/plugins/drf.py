@@ -179,6 +179,8 @@ class DrfPlugin:
     def on_session_close(self, ssn: Session) -> None:
         """Volcano's ``volcano_job_share`` for every job holding resources; the books stay
         readable for other plugins' close."""
+        if not ssn.gauges_wanted:
+            return  # a share per job costs a pass over every job: only for a shell that exports
         for job in self.session_jobs.values():
             attr = self.jobs.get(job.uid)
             if attr is None and job.allocated.is_zero():

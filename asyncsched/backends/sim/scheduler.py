@@ -171,6 +171,7 @@ class SimScheduler(Effects):
             self.config.current,
             uid=f"session-{self.sessions}",
             budget=self.session_budget,
+            gauges=False,  # the simulator exports no metrics
         )
         self.changed = carry_out(result, self)
         return result

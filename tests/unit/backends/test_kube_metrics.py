@@ -260,3 +260,26 @@ def test_per_job_series_go_when_the_job_does() -> None:
     assert "volcano_e2e_job_scheduling_start_time{" not in text
     assert "volcano_e2e_job_scheduling_duration{" not in text
     assert "volcano_job_retry_counts{" not in text
+
+
+def test_a_session_for_a_shell_without_metrics_reports_no_gauges() -> None:
+    """The simulator exports no metrics: its sessions skip drf's per-job shares and every
+    plugin's gauges, and decide the same."""
+    from asyncsched.backends.config_source import ConfigSource
+    from asyncsched.framework import Registry, run_session
+    from tests.builders import node, pod, podgroup, snapshot
+
+    def objects() -> list[object]:
+        return [
+            node("n1", cpu="4"),
+            podgroup("train", 2),
+            pod("train-0", cpu="1", group="train"),
+            pod("train-1", cpu="1", group="train"),
+        ]
+
+    loaded = ConfigSource(Registry()).current
+    exported, _ = run_session(snapshot(*objects()), loaded, "s1")
+    silent, _ = run_session(snapshot(*objects()), loaded, "s1", gauges=False)
+    assert {g.name for g in exported.plugin_gauges} >= {"volcano_job_share", "volcano_queue_share"}
+    assert silent.plugin_gauges == []
+    assert silent.binds == exported.binds and silent.podgroups == exported.podgroups

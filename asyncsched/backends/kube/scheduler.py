@@ -367,7 +367,7 @@ class KubeScheduler(Effects):
                 placed.append(job)
         volcano = self.metrics.volcano
         volcano.jobs_placed(placed, time.time())
-        volcano.jobs_gone(set(snapshot.jobs))
+        volcano.jobs_gone(snapshot.jobs)
 
     def _report_network(self, tree: HyperNodeTree) -> None:
         """A HyperNode left out of the network tree, or making it unusable, gets one warning

@@ -12,6 +12,8 @@ grow, as a prometheus_client Counter would add the suffix.
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from asyncsched.framework import SessionResult
@@ -138,13 +140,14 @@ class VolcanoMetrics:
                 self._placed_jobs[job.uid] = labels
                 self.job_start.labels(*labels).set(job.creation)
 
-    def jobs_gone(self, alive: set[str]) -> None:
-        """Drop the per-job series of jobs no longer in the cluster."""
+    def jobs_gone(self, alive: Container[str]) -> None:
+        """Drop the per-job series of jobs no longer in the cluster (``alive``: the
+        snapshot's jobs by uid, read as they are rather than copied)."""
         for uid in [uid for uid in self._placed_jobs if uid not in alive]:
             labels = self._placed_jobs.pop(uid)
             for gauge in (self.job_duration, self.job_start, self.job_last):
                 gauge.remove(*labels)
-        for job in self._retried - alive:
+        for job in [job for job in self._retried if job not in alive]:
             self._retried.discard(job)
             self.job_retries.remove(job)
 

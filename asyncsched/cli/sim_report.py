@@ -24,7 +24,8 @@ def add_report_flag(parser: argparse.ArgumentParser) -> None:
         "--report",
         metavar="OUT.html|OUT.png",
         help="also draw the run: utilization, queue shares against deserved, waiting times, "
-        "a timeline of jobs, GPU fragmentation (needs matplotlib: asyncsched[report])",
+        "a timeline of jobs, GPU allocation and fragmentation (needs matplotlib: "
+        "asyncsched[report])",
     )
 
 
@@ -47,6 +48,7 @@ def follow(sim: Simulation) -> Timeline:
     """Keep the run's series for the report (call before ``run``)."""
     timeline = Timeline()
     sim.recorder.usage.timeline = timeline
+    sim.recorder.fragmentation.points = timeline.fragmentation
     return timeline
 
 

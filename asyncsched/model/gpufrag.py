@@ -26,7 +26,7 @@ nodes that changed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,7 +89,12 @@ class Workload:
         """The distribution of ``shapes`` (one per pod), keeping the most popular until
         they account for ``coverage`` of the pods (FGD's "typical pods": 0.95), then
         normalised again. Ties in popularity go by shape order, so it is deterministic."""
-        counts = Counter(shapes)
+        return cls.of_counts(Counter(shapes), coverage)
+
+    @classmethod
+    def of_counts(cls, counts: Mapping[PodShape, int], coverage: float = 1.0) -> Workload:
+        """``of`` from how many pods of each shape came (kept up to date by a caller that
+        sees pods arrive one at a time, so each refresh costs the shapes, not the pods)."""
         if not counts:
             return cls((), ())
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))

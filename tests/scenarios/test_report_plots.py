@@ -14,7 +14,15 @@ from PIL import Image
 from asyncsched.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-CHARTS = ("utilization", "queue-shares", "waiting-times", "jobs", "gpus")
+CHARTS = ("utilization", "queue-shares", "waiting-times", "jobs", "gpus", "gpu-fragmentation")
+TITLES = (
+    "Utilization",
+    "Queue shares",
+    "Waiting time per queue",
+    "Jobs",
+    "GPUs",
+    "GPU allocation and fragmentation",
+)
 
 
 def chromium() -> str:
@@ -89,11 +97,35 @@ def test_chromium_renders_the_report_with_its_charts_and_no_error(
     for chart in CHARTS:
         assert f'<figure id="{chart}">' in dom
     assert dom.count("<svg") == len(CHARTS)
-    for title in ("Utilization", "Queue shares", "Waiting time per queue", "Jobs", "GPUs"):
+    for title in TITLES:
         assert f"<b>{title}</b>" in dom
     assert "production/llm-pretrain" in dom, "the job timeline names the jobs"
     for broken in ("Traceback", "Error", "NaN", "nan%"):
         assert broken not in dom
+
+
+def test_chromium_draws_both_lines_of_the_gpu_fragmentation_chart(
+    html_report: Path, tmp_path: Path
+) -> None:
+    page = html_report.read_text()
+    start = page.index('<figure id="gpu-fragmentation">')
+    figure = page[start : page.index("</figure>", start) + len("</figure>")]
+    alone = tmp_path / "fragmentation.html"
+    alone.write_text(f'<!DOCTYPE html><html><body style="margin:0">{figure}</body></html>')
+    shot = tmp_path / "fragmentation.png"
+    browse(alone, tmp_path, f"--screenshot={shot}")
+
+    pixels = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20) or []
+
+    def drawn(colour: tuple[int, int, int]) -> int:
+        def near(c: tuple[int, int, int]) -> bool:
+            return max(abs(a - b) for a, b in zip(c, colour, strict=True)) <= 40
+
+        return sum(n for n, c in pixels if near(c))
+
+    assert drawn((0x2B, 0x7B, 0xBA)) > 500, "the allocation line (blue) is drawn"
+    assert drawn((0xD6, 0x27, 0x28)) > 500, "the fragmentation line (red) is drawn"
+    assert "allocated" in figure and "fragmented (of idle)" in figure, "with a legend"
 
 
 def test_a_png_report_is_one_image(tmp_path: Path) -> None:
@@ -101,7 +133,7 @@ def test_a_png_report_is_one_image(tmp_path: Path) -> None:
     assert main(["simulate", "--example", "gpu-cluster", "--report", str(out)]) == 0
 
     image = Image.open(out)
-    assert image.format == "PNG" and image.size[1] > image.size[0], "five charts, one above another"
+    assert image.format == "PNG" and image.size[1] > image.size[0], "six charts, one above another"
     assert len(image.convert("RGB").getcolors(maxcolors=1 << 20) or []) > 50
 
 

@@ -2,9 +2,11 @@
 
 Utilization per resource over time, each queue's share of the cluster against what it
 deserved, the waiting time of jobs per queue, a timeline of the jobs (waiting, then
-running), and, on a cluster with GPUs, how the free GPUs lie: on idle nodes, or stranded
-on nodes partly in use. The series come from the usage meter's ``Timeline``; the jobs
-and waits from the summary (``SimReport``). matplotlib is an optional dependency
+running), and, on a cluster with GPUs, how the free GPUs lie (on idle nodes, or stranded
+on nodes partly in use) and GPU allocation against fragmentation (the idle GPU the
+typical GPU pods could not use, ``asyncsched.backends.sim.fragmentation``). The series
+come from the usage meter's ``Timeline``; the jobs and waits from the summary
+(``SimReport``). matplotlib is an optional dependency
 (``pip install 'asyncsched[report]'``); this module is imported only when a report is
 asked for. Figures are made without pyplot, so nothing global is touched.
 """
@@ -16,12 +18,14 @@ import io
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from asyncsched.backends.sim.fragmentation import FragPoint
 from asyncsched.backends.sim.report import JobRow, SimReport
 from asyncsched.backends.sim.timeline import Timeline, TimelinePoint
 from asyncsched.backends.sim.usage import GPU, dominant_resource
@@ -36,6 +40,7 @@ SHOWN_JOBS = 60
 """Jobs drawn in the timeline at most (beyond it, every n-th by submission, so the timeline
 spans the whole run); the text summary below lists them."""
 _MAX_POINTS = 4000
+_Point = TypeVar("_Point", TimelinePoint, FragPoint)
 _Colour = tuple[float, float, float, float]
 _COLORS: list[_Colour] = [matplotlib.colormaps["tab10"](i) for i in range(10)]
 
@@ -142,6 +147,18 @@ def _charts(report: SimReport, timeline: Timeline) -> list[_Chart]:
                 lambda ax: _gpus(ax, points, end),
             )
         )
+    if timeline.fragmentation:
+        frag = _evenly(timeline.fragmentation)
+        charts.append(
+            _Chart(
+                "gpu-fragmentation",
+                "GPU allocation and fragmentation",
+                "share of the GPU capacity held by running pods, and share of the idle GPU "
+                "that the typical GPU pods (those seen so far) could not use",
+                3.0,
+                lambda ax: _fragmentation(ax, frag, end),
+            )
+        )
     return charts
 
 
@@ -229,6 +246,18 @@ def _gpus(ax: Axes, points: list[TimelinePoint], end: float) -> None:
     _frame(ax, GPU, end, top=1.3 * max(max(low), 1))  # room above for the legend
 
 
+def _fragmentation(ax: Axes, points: list[FragPoint], end: float) -> None:
+    times = [p.time for p in points] + [max(end, points[-1].time)]
+    allocation = [100 * p.allocation for p in points]
+    frag = [100 * p.fragmentation if p.fragmentation is not None else float("nan") for p in points]
+    ax.step(times, [*allocation, allocation[-1]], where="post", color="#2b7bba",
+            label="allocated", linewidth=1.6)  # fmt: skip
+    ax.step(times, [*frag, frag[-1]], where="post", color="#d62728",
+            label="fragmented (of idle)", linewidth=1.6)  # fmt: skip
+    _frame(ax, "%", end, top=125)  # room above for the legend
+    ax.set_yticks(range(0, 101, 20))
+
+
 # -- helpers ----------------------------------------------------------------------
 
 
@@ -261,8 +290,11 @@ def _times(points: list[TimelinePoint], end: float) -> list[float]:
 
 def _thinned(points: list[TimelinePoint]) -> list[TimelinePoint]:
     """At most ``_MAX_POINTS`` points (evenly picked, the last kept), and never none."""
-    if not points:
-        return [_EMPTY]
+    return _evenly(points) if points else [_EMPTY]
+
+
+def _evenly(points: list[_Point]) -> list[_Point]:
+    """At most ``_MAX_POINTS`` of ``points``, evenly picked, the last kept."""
     if len(points) <= _MAX_POINTS:
         return points
     step = len(points) / _MAX_POINTS

@@ -14,6 +14,7 @@ from typing import Any
 
 from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Pod, PodGroup, Queue
 from asyncsched.api.core import ContainerStatus
+from asyncsched.backends.sim.fragmentation import FragMeter
 from asyncsched.backends.sim.gpu_meter import GpuMeter
 from asyncsched.backends.sim.objects import Deployment
 from asyncsched.backends.sim.store import KINDS, Note, ObjectStore, WatchEvent
@@ -134,6 +135,8 @@ class Recorder:
         self.usage = UsageMeter()
         self.gpus = GpuMeter()
         """What running pods held of each GPU card."""
+        self.fragmentation = FragMeter(self.gpus)
+        """GPU allocation, and the idle GPU the typical pods could not use, over time."""
         self._running: set[str] = set()
         store.watch(KINDS, self._changed)
         store.watch_notes(self._noted)
@@ -214,6 +217,8 @@ class Recorder:
             )
             if ours and not node:
                 self._waiting(record, +1)
+            if ours:
+                self.fragmentation.arrived(pod, self.clock())
             event = "submitted" if change.actor == USER else "created"
             self.emit(event, "Pod", meta.namespace, meta.name, job=job)
             return
@@ -267,6 +272,7 @@ class Recorder:
         self.usage.advance(self.clock())
         self.usage.start(key, pod_requests(pod)[0], record.queue, pod.spec.node_name)
         self.gpus.start(key, pod, self.clock())
+        self.fragmentation.start(key, pod, self.clock())
 
     def _stop(self, key: str) -> None:
         if key in self._running:
@@ -274,6 +280,7 @@ class Recorder:
             self.usage.advance(self.clock())
             self.usage.stop(key)
             self.gpus.stop(key, self.clock())
+            self.fragmentation.stop(key, self.clock())
 
     def _podgroup(self, change: WatchEvent) -> None:
         pg: PodGroup = change.obj
@@ -326,6 +333,7 @@ class Recorder:
                 self.usage.advance(self.clock())
                 self.usage.add_capacity(node_allocatable(change.obj)[0], meta.name)
                 self.gpus.add_node(change.obj, self.clock())
+                self.fragmentation.add_node(change.obj, self.clock())
             event = "submitted" if change.actor == USER else "created"
             extra = {"reason": change.obj.action} if kind == "Command" else {}
             self.emit(event, kind, meta.namespace, meta.name, **extra)

@@ -16,6 +16,7 @@ import msgspec
 from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queue
 from asyncsched.api.quantity import format_units
 from asyncsched.api.topology import HyperNode
+from asyncsched.backends.sim.fragmentation import FragSummary
 from asyncsched.backends.sim.gpu_meter import GpuRow
 from asyncsched.backends.sim.recorder import JobRecord, PodRecord, queue_of, shown_as
 from asyncsched.backends.sim.simulation import Outcome, Simulation, Stuck
@@ -127,6 +128,8 @@ class SimReport:
     """Every GPU card of a node that declares them, with what pods held of it."""
     descheduler: DeschedulerRow | None = None
     """What the descheduler moved and why (None when it did not run)."""
+    gpu_fragmentation: FragSummary | None = None
+    """GPU allocation and FGD's fragmentation (None on a cluster without GPU cards)."""
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
@@ -156,6 +159,7 @@ class SimReport:
         if self.utilization:
             parts = [f"{name} {share:.1%}" for name, share in self.utilization.items()]
             lines.append(f"utilization (mean over {self.end:g}s): " + ", ".join(parts))
+        lines += self._fragmentation_lines()
         lines += self._queue_lines()
         lines += self._job_lines()
         lines += self._network_lines()
@@ -187,6 +191,22 @@ class SimReport:
         if len(row.moved) > SHOWN_ROWS:
             lines.append(f"  ... and {len(row.moved) - SHOWN_ROWS} more (--summary-json)")
         lines.extend(f"  t={t:g}s note: {note}" for t, note in row.notes[-SHOWN_ROWS:])
+        return lines
+
+    def _fragmentation_lines(self) -> list[str]:
+        found = self.gpu_fragmentation
+        if found is None:
+            return []
+        lines = [
+            f"gpu allocation (share of the cards held by running pods): {found.allocation:.1%} "
+            f"at the end, {found.mean_allocation:.1%} on average"
+        ]
+        if found.typical_shapes:
+            lines.append(
+                "gpu fragmentation (share of the idle GPU the typical GPU pods could not use): "
+                f"{found.fragmentation:.1%} at the end ({found.idle_gpus:g} GPUs idle), "
+                f"{found.mean_fragmentation:.1%} on average since the first GPU pod"
+            )
         return lines
 
     def _queue_lines(self) -> list[str]:
@@ -368,6 +388,7 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
         warnings=list(outcome.warnings),
         gpus=recorder.gpus.rows(outcome.end),
         descheduler=_descheduler_row(sim),
+        gpu_fragmentation=recorder.fragmentation.summary(outcome.end),
     )
 
 

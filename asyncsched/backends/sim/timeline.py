@@ -5,13 +5,15 @@ which something the meter follows changed (a pod started or stopped, a node came
 a session settled each queue's deserved amount), the later change at one instant
 replacing the earlier. GPUs are also followed per node, for fragmentation: free
 GPUs on nodes with none in use (a whole-node job can have them) and free GPUs
-stranded on nodes partly in use.
+stranded on nodes partly in use. GPU allocation and fragmentation in FGD's sense come
+from the fragmentation meter, one point per instant (``fragmentation``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from asyncsched.backends.sim.fragmentation import FragPoint
 from asyncsched.model import Resource
 
 __all__ = ["GpuPoint", "Timeline", "TimelinePoint"]
@@ -45,6 +47,7 @@ class Timeline:
     """Points in time order; ``record`` replaces the last point when it is at the same time."""
 
     points: list[TimelinePoint] = field(default_factory=list)
+    fragmentation: list[FragPoint] = field(default_factory=list)
     _node_gpus: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per node with GPUs: (total, used)."""
     _free_counts: dict[int, int] = field(default_factory=dict)

@@ -91,6 +91,8 @@ class _Rows:
     cpu: list[int] = field(default_factory=list)
     cards: list[tuple[int, ...]] = field(default_factory=list)
     model: list[int] = field(default_factory=list)
+    idle: list[int] = field(default_factory=list)
+    """Milli left on the cards."""
     held: list[int] = field(default_factory=list)
     """Milli held by pods."""
     frag: list[float] = field(default_factory=list)
@@ -125,6 +127,8 @@ class FragMeter:
         self._last: tuple[float, float, float | None] = (0.0, 0.0, None)
         """(time, allocation, fragmentation) of the last instant computed."""
         self._idle = 0
+        self._held = 0
+        self._frag_total = 0.0
         self._integral_alloc = 0.0
         self._integral_frag = 0.0
         self._frag_since: float | None = None
@@ -140,6 +144,7 @@ class FragMeter:
         row = rows.names[node.metadata.name] = len(rows.cpu)
         rows.cpu.append(node_allocatable(node)[0].get(CPU))
         rows.cards.append(())
+        rows.idle.append(0)
         rows.held.append(0)
         rows.frag.append(0.0)
         model = use.gpus.cards[0].model
@@ -218,11 +223,15 @@ class FragMeter:
     def _read(self, row: int, use: GpuUse) -> None:
         rows = self.rows
         rows.cards[row] = use.free_milli()
-        rows.held[row] = sum(
+        idle = sum(rows.cards[row])
+        held = sum(
             CARD if use.whole[i] else min(use.cores[i], CARD_CORES) * (CARD // CARD_CORES)
             for i, card in enumerate(use.gpus.cards)
             if card.healthy
         )
+        self._idle += idle - rows.idle[row]
+        self._held += held - rows.held[row]
+        rows.idle[row], rows.held[row] = idle, held
         self._stale.add(row)
 
     def _at(self, now: float) -> None:
@@ -249,19 +258,22 @@ class FragMeter:
         if self._classes is None and self._taken:
             self._classes = Classes(self._matched(self._workload), rows.models)
             self._all_stale = True
-        stale = range(len(rows.cpu)) if self._all_stale else sorted(self._stale)
+        stale = list(range(len(rows.cpu))) if self._all_stale else sorted(self._stale)
         if self._classes is not None and stale:
-            found = self._fragments(list(stale), self._classes)
-            for row, value in zip(stale, found.tolist(), strict=True):
-                rows.frag[row] = value
+            found = self._fragments(stale, self._classes).tolist()
+            if self._all_stale:
+                rows.frag = found
+                self._frag_total = sum(found)
+            else:
+                for row, value in zip(stale, found, strict=True):
+                    self._frag_total += value - rows.frag[row]
+                    rows.frag[row] = value
         self._stale.clear()
         self._all_stale = False
-        self._idle = sum(sum(cards) for cards in rows.cards)
-        held = sum(rows.held)
-        allocation = held / self.capacity if self.capacity else 0.0
+        allocation = self._held / self.capacity if self.capacity else 0.0
         fragmentation: float | None = None
         if self._classes is not None:
-            fragmentation = sum(rows.frag) / self._idle if self._idle else 0.0
+            fragmentation = max(self._frag_total, 0.0) / self._idle if self._idle else 0.0
             if self._frag_since is None:
                 self._frag_since = now
         time, last_alloc, last_frag = self._last

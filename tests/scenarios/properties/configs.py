@@ -7,14 +7,18 @@ first tier, where victims are decided), drf and nodeorder come and go; the queue
 are kept by proportion (sometimes in the first tier, as in Volcano's reclaim tests), by
 capacity (flat, or over the queue tree with ``enableHierarchy``), or by neither.
 One in three has the antistarvation package's plugin (installed by the test command) with
-thresholds short enough to hold reservations in a generated run.
+thresholds short enough to hold reservations in a generated run; half have deviceshare,
+and one in three gpufrag (each of its policies, after deviceshare as its docs ask).
+``gpu_configs`` are Volcano's default tiers with gpufrag, and deviceshare or not.
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-__all__ = ["descheduler_policies", "evicting_configs", "with_pdb"]
+from asyncsched.plugins.gpufrag import POLICIES
+
+__all__ = ["descheduler_policies", "evicting_configs", "gpu_configs", "with_pdb"]
 
 ACTIONS = (
     "enqueue, allocate, preempt, reclaim, backfill",
@@ -40,8 +44,31 @@ def evicting_configs(draw: st.DrawFn) -> str:
         second.append("antistarvation")
     if draw(st.booleans()):
         second.append(draw(st.sampled_from(("deviceshare-binpack", "deviceshare-spread"))))
+    if draw(st.integers(0, 2)) == 0:
+        second.append(draw(_gpufrag()))
     first = draw(st.permutations(first))
-    lines = [f'actions: "{draw(st.sampled_from(ACTIONS))}"', "tiers:"]
+    return _text(draw(st.sampled_from(ACTIONS)), first, second)
+
+
+@st.composite
+def gpu_configs(draw: st.DrawFn) -> str:
+    """Volcano's default actions and tiers, then deviceshare (or not) and gpufrag."""
+    second = ["overcommit", "drf", "predicates", "proportion", "nodeorder"]
+    device = draw(st.sampled_from(("", "deviceshare-binpack", "deviceshare-spread")))
+    second += [device] if device else []
+    second.append(draw(_gpufrag()))
+    return _text("enqueue, allocate, backfill", ["priority", "gang", "conformance"], second)
+
+
+@st.composite
+def _gpufrag(draw: st.DrawFn) -> str:
+    """gpufrag with one of its policies, its workload learned from every arrival or from
+    the default window."""
+    return f"gpufrag-{draw(st.sampled_from(POLICIES))}-{draw(st.sampled_from((1, 200)))}"
+
+
+def _text(actions: str, first: list[str], second: list[str]) -> str:
+    lines = [f'actions: "{actions}"', "tiers:"]
     for tier in (first, second):
         lines.append("- plugins:")
         for name in tier:
@@ -55,6 +82,14 @@ def evicting_configs(draw: st.DrawFn) -> str:
                     "      antistarvation.waitingThreshold: 20s",
                     "      antistarvation.largeClusterShare: 0.1",
                     "      antistarvation.maxHold: 3m",
+                ]
+            elif name.startswith("gpufrag"):
+                _, policy, refresh = name.split("-")
+                lines += [
+                    "  - name: gpufrag",
+                    "    arguments:",
+                    f"      gpufrag.policy: {policy}",
+                    f"      gpufrag.refresh: {refresh}",
                 ]
             elif name.startswith("deviceshare"):
                 lines += [

@@ -20,7 +20,11 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from asyncsched.model import kernels
-from tests.scenarios.properties.configs import descheduler_policies, evicting_configs
+from tests.scenarios.properties.configs import (
+    descheduler_policies,
+    evicting_configs,
+    gpu_configs,
+)
 from tests.scenarios.properties.descheduling import descheduling_inputs
 from tests.scenarios.properties.pressure import pressure_inputs
 from tests.scenarios.properties.runner import kernels_used, simulate
@@ -38,9 +42,10 @@ CONFIGS = st.one_of(
         ]
     ),
     evicting_configs(),
+    gpu_configs(),
 )
 """A configuration file of tests/scenarios/yaml (None: the default), or a generated one
-that preempts and reclaims (YAML text)."""
+that preempts and reclaims, or places GPU pods with gpufrag (YAML text)."""
 
 
 @given(inputs(), CONFIGS)
@@ -55,6 +60,10 @@ def test_invariants_hold_at_every_instant(workload: Input, config: str | None) -
     event("pods evicted: " + ("5 or more" if evicted >= 5 else str(evicted)))
     bound = run.events.count(b'"event":"bound"')
     event("pods bound: " + ("10 or more" if bound >= 10 else str(bound)))
+    if config is not None and "name: gpufrag" in config:
+        cards = any(k in text for k in ("vgpu-register", "asyncsched.io/gpus", "nvidia.com/gpu"))
+        placed = "pods bound" if bound else "nothing bound"
+        event(f"gpufrag: {placed}, " + ("GPUs in the input" if cards else "no GPU in the input"))
 
 
 @settings(max_examples=max(10, settings().max_examples // 2))

@@ -211,13 +211,6 @@ class FragMeter:
             typical_shapes=len(self._classes) if self._classes is not None else 0,
         )
 
-    def fragmentation_of(self, workload: Workload) -> float:
-        """The cluster's fragmentation now against a given workload (for tests and tools)."""
-        self._settle()
-        classes = Classes(self._matched(workload), self.rows.models)
-        frag = self._fragments(list(range(len(self.rows.cpu))), classes)
-        return float(frag.sum()) / self._idle if self._idle else 0.0
-
     # -- inside -----------------------------------------------------------------------
 
     def _read(self, row: int, use: GpuUse) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "Classes",
     "PodShape",
     "Workload",
+    "accepts_model",
     "class_fragmentation",
     "node_fragmentation",
     "placement_deltas",
@@ -112,13 +113,22 @@ class Workload:
         return len(self.shapes)
 
 
+def accepts_model(wanted: Sequence[str], model: str) -> bool:
+    """May a pod that names ``wanted`` card models use a card of ``model``? Volcano's rule
+    for ``nvidia.com/use-gputype``: the card's model contains one of the names, case
+    ignored (``V100M32`` accepts ``NVIDIA-V100M32``); naming none accepts any."""
+    if not wanted:
+        return True
+    upper = model.upper()
+    return any(w.upper() in upper for w in wanted)
+
+
 class Classes:
     """A workload as arrays, against the card models of a cluster (index 0: no GPU)."""
 
     def __init__(self, workload: Workload, models: Sequence[str]) -> None:
         self.workload = workload
         self.models = list(models)
-        index = {m: i for i, m in enumerate(self.models)}
         shapes = workload.shapes
         self.cpu: IntArray = np.array([s.cpu for s in shapes], dtype=np.int64)
         self.milli: IntArray = np.array([s.gpu_milli for s in shapes], dtype=np.int64)
@@ -128,12 +138,8 @@ class Classes:
         for c, shape in enumerate(shapes):
             if shape.gpus == 0:
                 continue  # a CPU-only pod uses no card: every card is a fragment for it
-            if shape.models:
-                for m in shape.models:
-                    if m in index and index[m] > 0:
-                        access[c, index[m]] = True
-            else:
-                access[c, 1:] = True
+            for i, model in enumerate(self.models[1:], start=1):
+                access[c, i] = accepts_model(shape.models, model)
         self.access: BoolArray = access
         gpu = self.milli * self.gpus
         share = float(self.weight @ gpu)
@@ -152,7 +158,7 @@ def shape_fragmentation(cpu_left: int, cards: Sequence[int], model: str, shape: 
     idle = sum(cards)
     if shape.gpus == 0 or not cards or not model:
         return idle
-    if shape.models and model not in shape.models:
+    if not accepts_model(shape.models, model):
         return idle
     if cpu_left < shape.cpu:
         return idle

@@ -23,7 +23,7 @@ import numpy as np
 from asyncsched.framework.hooks import BoolArray
 from asyncsched.model import NodeInfo, NodeTable, TaskInfo
 from asyncsched.model.devices import CARD_CORES, NO_PERCENTAGE, GpuRequest
-from asyncsched.model.gpufrag import CARD, IntArray, PodShape
+from asyncsched.model.gpufrag import CARD, IntArray, PodShape, accepts_model
 from asyncsched.model.resource import CPU
 
 __all__ = ["USE_GPUTYPE", "CardBooks", "Demand", "demand_of"]
@@ -103,7 +103,7 @@ class CardBooks:
         ok = np.zeros(len(self.models), dtype=np.bool_)
         for i, model in enumerate(self.models):
             if i:
-                ok[i] = not demand.wanted or any(w.upper() in model.upper() for w in demand.wanted)
+                ok[i] = accepts_model(demand.wanted, model)
         return ok
 
     def sync(self, nodes: list[NodeInfo], table: NodeTable, flags: object) -> None:

@@ -249,7 +249,7 @@ class FragMeter:
                 self._classes = None
                 self._workload = workload
         if self._classes is None and self._taken:
-            self._classes = Classes(self._matched(self._workload), rows.models)
+            self._classes = Classes(self._workload, rows.models)
             self._all_stale = True
         stale = list(range(len(rows.cpu))) if self._all_stale else sorted(self._stale)
         if self._classes is not None and stale:
@@ -292,18 +292,3 @@ class FragMeter:
         cpu = np.array([table.cpu[r] for r in rows], dtype=np.int64)
         model = np.array([table.model[r] for r in rows], dtype=np.int64)
         return node_fragmentation(cpu, cards, model, classes)
-
-    def _matched(self, workload: Workload) -> Workload:
-        """The workload with each shape's accepted models named as the cluster's cards are:
-        a card model is accepted when it contains one of the names, ignoring case
-        (Volcano's ``nvidia.com/use-gputype`` check); names no card matches are kept, so
-        the shape still accepts no card."""
-        models = self.rows.models[1:]
-        shapes = []
-        for shape in workload.shapes:
-            if shape.models:
-                wanted = [w.upper() for w in shape.models]
-                found = tuple(m for m in models if any(w in m.upper() for w in wanted))
-                shape = PodShape(shape.cpu, shape.gpu_milli, shape.gpus, found or shape.models)
-            shapes.append(shape)
-        return Workload(tuple(shapes), workload.weights)

@@ -41,6 +41,18 @@ def test_fragmentation_of_one_shape_follows_the_definition(shape: PodShape, expe
     assert shape_fragmentation(16000, CARDS, "A", shape) == expected
 
 
+def test_a_model_the_pod_names_matches_the_card_models_that_contain_it() -> None:
+    """Pods name models as users write them (``V100M32``), cards carry the device
+    plugin's names (``NVIDIA-V100M32``): Volcano matches by substring, case ignored."""
+    share = PodShape(4000, 400, 1, ("v100m32",))
+    assert shape_fragmentation(16000, CARDS, "NVIDIA-V100M32", share) == 300
+    assert shape_fragmentation(16000, CARDS, "NVIDIA-V100M16", share) == 2800
+    classes = Classes(Workload((share,), (1.0,)), ["", "NVIDIA-V100M16", "NVIDIA-V100M32"])
+    cards = np.array([CARDS, CARDS], dtype=np.int64)
+    found = node_fragmentation(np.array([16000, 16000]), cards, np.array([1, 2]), classes)
+    assert found.tolist() == [2800.0, 300.0]
+
+
 def test_a_node_without_cards_has_no_fragment() -> None:
     assert shape_fragmentation(16000, [], "", PodShape(1000, 500, 1)) == 0
 

@@ -25,8 +25,9 @@ from asyncsched.model import (
     TaskInfo,
     TaskStatus,
 )
-from asyncsched.model.devices import GpuClaim, pod_gpu_claim
+from asyncsched.model.devices import GpuClaim, pod_gpu_claim, pod_gpu_request
 from asyncsched.model.gcpause import gc_paused
+from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]
 
@@ -62,6 +63,35 @@ class ClusterCache:
         self._snapshots = Snapshots()
         self._evicting: dict[str, TaskStatus] = {}
         """Tasks an eviction was sent for, with the status each had before."""
+        self.gpu_pools = NO_POOLS
+        """The GPU model pools nodes and pods are read with (``set_gpu_pools``)."""
+
+    def set_gpu_pools(self, pools: GpuPools) -> None:
+        """Read nodes and pods with these GPU model pools from now on (the configuration's
+        ``deviceshare.ModelResources``): the cards and requests already read are read again
+        when the pools differ."""
+        if pools == self.gpu_pools:
+            return
+        self.gpu_pools = pools
+        for key, task in self.tasks.items():
+            pod = self.pods.get(key)
+            request = pod_gpu_request(pod, task.resreq.names(), pools) if pod else None
+            if pod is None or request == task.gpu_request:
+                continue
+            node = self.nodes.get(task.node_name)
+            if node is not None:
+                node.remove_task(task)
+            task.gpu_request = request
+            task.set_gpu_claim(pod_gpu_claim(pod, request))
+            if node is not None:
+                node.add_task(task)
+            self.changes.task(task)
+        for node in self.nodes.values():
+            node.update(node.node, pools)
+            self.changes.nodes.add(node.name)
+        self.changes.node_objects = True
+        self.changes.everything = True
+        self.generation += 1
 
     # -- nodes -------------------------------------------------------------
 
@@ -70,14 +100,14 @@ class ClusterCache:
         name = node.metadata.name
         existing = self.nodes.get(name)
         if existing is None:
-            info = NodeInfo(node, self.table)
+            info = NodeInfo(node, self.table, self.gpu_pools)
             self.nodes[name] = info
             for task in self.tasks.values():
                 if task.node_name == name:
                     info.add_task(task)
             self.changes.node_set = True
         else:
-            existing.update(node)
+            existing.update(node, self.gpu_pools)
         self.changes.nodes.add(name)
         self.changes.node_objects = True
         self.generation += 1
@@ -103,7 +133,9 @@ class ClusterCache:
         """
         key = _pod_key(pod)
         previous = self.tasks.get(key)
-        task = TaskInfo.from_pod(pod, job=self._job_key(pod), priority=0, previous=previous)
+        task = TaskInfo.from_pod(
+            pod, job=self._job_key(pod), priority=0, previous=previous, pools=self.gpu_pools
+        )
         task.uid = key
         if (
             previous is not None

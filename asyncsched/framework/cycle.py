@@ -36,6 +36,7 @@ from asyncsched.model import (
     TaskStatus,
 )
 from asyncsched.model.gcpause import gc_paused
+from asyncsched.model.gpu_pools import MODEL_RESOURCES, NO_POOLS, GpuPools, parse_pools
 
 __all__ = [
     "UNSCHEDULABLE",
@@ -58,6 +59,9 @@ class LoadedConfiguration:
     configuration: SchedulerConfiguration
     plugin_builders: tuple[tuple[str, PluginBuilder, Arguments], ...]
     actions: tuple[Action, ...]
+    gpu_pools: GpuPools = NO_POOLS
+    """GPU model pools (deviceshare's ``deviceshare.ModelResources``): the shell hands them
+    to its cache, whose nodes and pods are read with them."""
 
     def build_plugins(self) -> dict[str, Plugin]:
         return {name: build(args) for name, build, args in self.plugin_builders}
@@ -104,7 +108,12 @@ def load_configuration(
         configuration = msgspec.structs.replace(
             configuration, warnings=(*configuration.warnings, *told)
         )
-    return LoadedConfiguration(configuration, tuple(builders), tuple(actions))
+    pools = NO_POOLS
+    for tier in configuration.tiers:
+        for option in tier.plugins:
+            if option.name == "deviceshare" and MODEL_RESOURCES in option.arguments:
+                pools = parse_pools(option.arguments[MODEL_RESOURCES])  # valid: built above
+    return LoadedConfiguration(configuration, tuple(builders), tuple(actions), pools)
 
 
 def run_session(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -166,6 +166,11 @@ class Session:
         """Chooses the cards a task placed on a node gets (``choose_gpus``); set at session
         open by the plugin that owns device sharing (deviceshare), None without one."""
 
+        self.model_cards: Callable[[str], Mapping[str, int]] | None = None
+        """Per queue, the cards of each GPU model pool its placed pods hold, whatever name
+        they asked them under (``deviceshare.ModelResources``); set at session open by
+        deviceshare when pools are configured. The queue metrics report these amounts."""
+
     def choose_gpus(self, task: TaskInfo, node: NodeInfo) -> GpuClaim | None:
         """The cards ``task`` gets on ``node`` (called by the Statement as it places it).
 
@@ -179,7 +184,7 @@ class Session:
         request, gpus = task.gpu_request, node.gpus
         if request is None or gpus is None or not request.plain or gpus.source != "plain":
             return None
-        return GpuClaim("plain", (), request.plain)
+        return GpuClaim("plain", (), request.plain, resource=request.resource)
 
     def close(self) -> None:
         """Drop the plugins' callbacks and the per-session caches; the fields stay readable,

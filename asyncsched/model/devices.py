@@ -9,6 +9,9 @@ Three inventories, read from the Node the way Volcano reads them:
   (Volcano's legacy gpushare): that many cards, the memory split evenly.
 - plain ``nvidia.com/gpu``: that many whole cards (model and memory from the GPU
   feature discovery labels when present).
+- a model pool's resource (``nvidia.com/a100``, named in ``deviceshare.ModelResources``,
+  ``asyncsched.model.gpu_pools``): that many whole cards of the pool's model, asked for
+  by pods under the same name.
 
 A pod asks (``GpuRequest``, from its spec) and holds (``GpuClaim``, from the
 annotations written on allocation: ``volcano.sh/vgpu-ids-new`` or
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 
 from asyncsched.api import Node, Pod
 from asyncsched.api.quantity import QuantityError, to_units
+from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 
 __all__ = [
     "ASSIGNED_IDS",
@@ -101,6 +105,8 @@ class Gpu:
     shares: int = 1
     """How many pods may share it (the vGPU plugin's split count; 1 for whole cards)."""
     healthy: bool = True
+    resource: str = NVIDIA_GPU
+    """The resource a whole card is asked under: ``nvidia.com/gpu`` or a model pool's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,29 +129,33 @@ def _gpus(source: str, cards: list[Gpu], problems: list[str]) -> NodeGpus:
     return NodeGpus(source, tuple(cards), tuple(problems), {c.uuid: i for i, c in enumerate(cards)})
 
 
-def node_gpus(node: Node) -> NodeGpus | None:
+def node_gpus(node: Node, pools: GpuPools = NO_POOLS) -> NodeGpus | None:
     """The node's cards, or None if it declares none. Malformed entries are left out and
-    named in ``problems``; the rest stay usable."""
+    named in ``problems``; the rest stay usable. ``pools``: the model pools in force."""
     register = node.metadata.annotations.get(VGPU_REGISTER)
     if register is not None:
         return _parse_register(register)
     capacity = {**node.status.capacity, **node.status.allocatable}
     if GPU_MEMORY in capacity and GPU_NUMBER in capacity:
         return _gpushare_cards(node, capacity)
-    plain = capacity.get(NVIDIA_GPU)
-    if plain is not None:
+    labels = node.metadata.labels
+    memory = max(_int(labels.get(MEMORY_LABEL, "0")) or 0, 0)
+    cards: list[Gpu] = []
+    for resource, pool_model in (*pools.pools, (NVIDIA_GPU, "NVIDIA")):
+        quantity = capacity.get(resource)
+        if quantity is None:
+            continue
         try:
-            count = to_units(NVIDIA_GPU, plain)
+            count = to_units(resource, quantity)
         except (QuantityError, ValueError):
-            return None
-        if count <= 0:
-            return None
-        labels = node.metadata.labels
-        model = labels.get(PRODUCT_LABEL, "NVIDIA")
-        memory = _int(labels.get(MEMORY_LABEL, "0"))
-        cards = [Gpu(i, "", model, max(memory or 0, 0)) for i in range(min(count, 1024))]
-        return _gpus("plain", cards, [])
-    return None
+            continue
+        model = labels.get(PRODUCT_LABEL, pool_model)
+        first = len(cards)
+        cards += [
+            Gpu(first + i, "", model, memory, resource=resource)
+            for i in range(min(max(count, 0), 1024))
+        ]
+    return _gpus("plain", cards, []) if cards else None
 
 
 def _parse_register(text: str) -> NodeGpus:
@@ -264,28 +274,39 @@ class GpuRequest:
     share_number: int = 0
     """gpushare: whole cards (``volcano.sh/gpu-number``)."""
     plain: int = 0
-    """Whole ``nvidia.com/gpu`` cards."""
+    """Whole cards, asked under ``resource``."""
     error: str = ""
+    resource: str = NVIDIA_GPU
+    """``nvidia.com/gpu``, or the model pool whose cards ``plain`` counts."""
+    model: str = ""
+    """The pool's card model, for a pool's resource (matched as ``use-gputype`` is)."""
 
 
-def pod_gpu_request(pod: Pod, names: frozenset[str]) -> GpuRequest | None:
+def pod_gpu_request(
+    pod: Pod, names: frozenset[str], pools: GpuPools = NO_POOLS
+) -> GpuRequest | None:
     """The pod's device request, or None if it asks for no GPU. ``names`` are the
-    resource names the pod requests (its resreq's): most pods are turned away on them."""
-    if not (names & _DEVICE_RESOURCES) and NVIDIA_GPU not in names:
+    resource names the pod requests (its resreq's): most pods are turned away on them.
+    A pod asking a model pool's resource asks that many whole cards of its model."""
+    pooled = sorted(names & pools.resources) if pools else []
+    if not (names & _DEVICE_RESOURCES) and NVIDIA_GPU not in names and not pooled:
         return None
     vgpu: list[VgpuAsk] = []
     errors: list[str] = []
     share_memory = share_number = plain = 0
+    pool_cards: dict[str, int] = {}
     for container in pod.spec.containers:
         res = {**container.resources.requests, **container.resources.limits}
         amounts: dict[str, int] = {}
-        for name in (*_DEVICE_RESOURCES, NVIDIA_GPU):
+        for name in (*_DEVICE_RESOURCES, NVIDIA_GPU, *pooled):
             if name in res:
                 try:
                     amounts[name] = to_units(name, res[name])
                 except (QuantityError, ValueError):
                     amounts[name] = 0
         plain += amounts.get(NVIDIA_GPU, 0)
+        for name in pooled:
+            pool_cards[name] = pool_cards.get(name, 0) + amounts.get(name, 0)
         share_memory += amounts.get(GPU_MEMORY, 0)
         share_number += amounts.get(GPU_NUMBER, 0)
         if VGPU_NUMBER not in amounts and VGPU_MEMORY not in amounts:
@@ -315,6 +336,14 @@ def pod_gpu_request(pod: Pod, names: frozenset[str]) -> GpuRequest | None:
             errors.append(f"container {container.name}: {VGPU_MEMORY_PERCENTAGE} {percentage}")
         else:
             vgpu.append(VgpuAsk(number, memory, percentage, cores))
+    asked = {name: n for name, n in pool_cards.items() if n > 0}
+    others = bool(plain or vgpu or share_memory or share_number)
+    if asked and len(asked) + others > 1:
+        kinds = ", ".join([*sorted(asked), *(["generic GPUs"] if others else [])])
+        errors.append(f"asks cards of more than one kind ({kinds}): they are of one model")
+    if asked and not errors:
+        ((name, count),) = asked.items()
+        return GpuRequest(plain=count, resource=name, model=pools.model(name))
     if not vgpu and not share_memory and not share_number and not plain and not errors:
         return None
     return GpuRequest(tuple(vgpu), share_memory, share_number, plain, "; ".join(errors))
@@ -345,8 +374,9 @@ class GpuClaim:
     """``vgpu``, ``gpushare`` or ``plain`` (the inventory kind it books on)."""
     shares: tuple[CardShare, ...] = ()
     plain: int = 0
-    """``plain``: whole cards, the lowest free ones at booking."""
+    """``plain``: whole cards, the lowest free ones of ``resource`` at booking."""
     containers: int = 1
+    resource: str = NVIDIA_GPU
 
 
 def pod_gpu_claim(pod: Pod, request: GpuRequest | None) -> GpuClaim | None:
@@ -384,7 +414,7 @@ def pod_gpu_claim(pod: Pod, request: GpuRequest | None) -> GpuClaim | None:
         memory = request.share_memory
         return GpuClaim("gpushare", tuple(CardShare("", i or 0, memory, 0, whole) for i in indices))
     if request.plain:
-        return GpuClaim("plain", (), request.plain)
+        return GpuClaim("plain", (), request.plain, resource=request.resource)
     return None
 
 
@@ -486,7 +516,12 @@ class GpuUse:
             return
         booked: list[tuple[int, int, int, bool]] = []
         if claim.source == "plain":
-            free = [i for i in range(len(self.sharers)) if not self.sharers[i]]
+            cards = self.gpus.cards
+            free = [
+                i
+                for i in range(len(self.sharers))
+                if not self.sharers[i] and cards[i].resource == claim.resource
+            ]
             booked = [(i, 0, CARD_CORES, True) for i in free[: claim.plain]]
         else:
             for share in claim.shares:
@@ -545,10 +580,14 @@ class GpuUse:
             for i, card in enumerate(self.gpus.cards)
         )
 
-    def idle_cards(self) -> int:
-        """Healthy cards nobody holds any part of."""
+    def idle_cards(self, resource: str | None = None) -> int:
+        """Healthy cards nobody holds any part of (of those asked under ``resource``)."""
         return sum(
-            1 for i, card in enumerate(self.gpus.cards) if card.healthy and not self.sharers[i]
+            1
+            for i, card in enumerate(self.gpus.cards)
+            if card.healthy
+            and not self.sharers[i]
+            and (resource is None or card.resource == resource)
         )
 
     def over(self) -> list[str]:

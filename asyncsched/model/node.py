@@ -12,6 +12,7 @@ from asyncsched.api import Node
 from asyncsched.api.core import Taint
 from asyncsched.api.quantity import to_units
 from asyncsched.model.devices import GpuUse, NodeGpus, node_gpus
+from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.node_table import DEFAULT_MAX_PODS, NodeTable, Vector
 from asyncsched.model.resource import PODS, Resource
@@ -55,8 +56,8 @@ class NodeInfo(Tracked):
         "unschedulable",
     )
 
-    def __init__(self, node: Node, table: NodeTable) -> None:
-        self.gpus: NodeGpus | None = node_gpus(node)
+    def __init__(self, node: Node, table: NodeTable, pools: GpuPools = NO_POOLS) -> None:
+        self.gpus: NodeGpus | None = node_gpus(node, pools)
         """The node's cards (immutable), None if it declares none (``asyncsched.model.devices``)."""
         self.gpu_use: GpuUse | None = GpuUse(self.gpus) if self.gpus is not None else None
         """What the node's tasks hold of each card; changes only with the tasks."""
@@ -74,9 +75,10 @@ class NodeInfo(Tracked):
         self.touched = False
         self.journal: Journal | None = None
 
-    def update(self, node: Node) -> None:
-        """Take a newer version of the Node object, keeping the tasks on it."""
-        gpus = node_gpus(node)
+    def update(self, node: Node, pools: GpuPools = NO_POOLS) -> None:
+        """Take a newer version of the Node object (or the same with other GPU model
+        pools), keeping the tasks on it."""
+        gpus = node_gpus(node, pools)
         allocatable, max_pods = node_allocatable(node)
         self.touch()
         if gpus != self.gpus:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from asyncsched.api import Pod
 from asyncsched.api.core import Container
 from asyncsched.model.devices import GpuClaim, GpuRequest, pod_gpu_claim, pod_gpu_request
+from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.resource import Resource
 from asyncsched.model.status import TaskStatus, status_of_pod
@@ -199,13 +200,19 @@ class TaskInfo(Tracked):
 
     @classmethod
     def from_pod(
-        cls, pod: Pod, job: str, priority: int, previous: TaskInfo | None = None
+        cls,
+        pod: Pod,
+        job: str,
+        priority: int,
+        previous: TaskInfo | None = None,
+        pools: GpuPools = NO_POOLS,
     ) -> TaskInfo:
         """The pod's task; its requests are parsed again only when its spec changed.
 
         ``previous`` is the task of an earlier version of the same pod: when the
         new version keeps the same spec object (a status or nodeName update made
         with ``msgspec.structs.replace`` does), its parsed requests are reused.
+        ``pools``: the GPU model pools in force (a pod may ask cards of one by name).
         """
         meta = pod.metadata
         if previous is not None and _same_requests(previous.pod, pod):
@@ -213,7 +220,7 @@ class TaskInfo(Tracked):
             gpu_request = previous.gpu_request
         else:
             resreq, init_resreq = pod_requests(pod)
-            gpu_request = pod_gpu_request(pod, resreq.names())
+            gpu_request = pod_gpu_request(pod, resreq.names(), pools)
         if gpu_request is None:
             gpu_claim = None
         elif previous is not None and previous.pod.metadata.annotations is meta.annotations:

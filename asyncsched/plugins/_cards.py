@@ -154,10 +154,11 @@ class CardFitter:
         ):
             return _gpushare(request, gpus, use)
         if request.plain and gpus is not None and use is not None and gpus.source == "plain":
-            free = use.idle_cards()
-            if free < request.plain:
-                return f"wants {request.plain} whole GPUs, {free} free"
-            return Fit(GpuClaim("plain", (), request.plain), 0.0)
+            if use.idle_cards(request.resource) < request.plain:
+                # Whole cards are the node's count of the resource, which the resource fit
+                # checks (with the room evictions would free, for preempt and reclaim).
+                return None
+            return Fit(GpuClaim("plain", (), request.plain, resource=request.resource), 0.0)
         return None
 
 

@@ -57,6 +57,8 @@ def demand_of(cpu: int, request: GpuRequest | None, use_gputype: str) -> Demand:
         if cores <= 0 or cores >= CARD_CORES or number > 1:
             return Demand(PodShape(cpu, CARD, number, wanted), wanted)
         return Demand(PodShape(cpu, cores * 10, 1, wanted), wanted)
+    if request.model:  # a model pool's cards: only cards of its model will do
+        wanted = (request.model,)
     whole = request.plain or request.share_number
     if whole:
         return Demand(PodShape(cpu, CARD, whole, wanted), wanted)

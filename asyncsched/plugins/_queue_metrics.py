@@ -4,7 +4,9 @@ Volcano's proportion and capacity plugins set ``volcano_queue_*`` gauges as they
 these do the same through ``Session.report_gauge``, under Volcano's names and labels:
 cpu in millicores (``_milli_cpu``), memory in bytes (``_memory_bytes``), every other
 resource under ``_scalar_resources{resource}`` in milli-units, as Volcano keeps scalar
-resources (1 GPU = 1000).
+resources (1 GPU = 1000). With GPU model pools (``deviceshare.ModelResources``) a pool's
+allocated amount is every card of its model the queue holds, asked under its name or
+as ``nvidia.com/gpu``/vGPU (``Session.model_cards``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ def report_queue(
     -> resource -> amount in asyncsched's units (cpu millicores, bytes, units)."""
     for kind, given in amounts.items():
         help_text = _HELP[kind]
+        if kind == "allocated" and ssn.model_cards is not None:
+            # Cards of a model pool count whichever name the pods asked them under.
+            given = {**given, **ssn.model_cards(queue)}
         # cpu and memory always have a series (0 when none), as in Volcano; a capability
         # that does not bound a resource has none.
         resources = dict(given) if kind == "capacity" else {CPU: 0, MEMORY: 0, **given}

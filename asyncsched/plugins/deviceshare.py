@@ -16,6 +16,13 @@ Arguments (Volcano's): ``deviceshare.VGPUEnable``, ``deviceshare.GPUSharingEnabl
 (``binpack``, ``spread`` or empty), ``deviceshare.ScheduleWeight`` (0: no score).
 ``deviceshare.NodeLockEnable`` has no effect here (one scheduler books the cards in
 its own cache), and is reported as unused.
+
+``deviceshare.ModelResources`` (ours): the resource names of GPU model pools, as a list
+(``[nvidia.com/a100, nvidia.com/h100]``, the model being the name after the ``/``) or a
+map from name to card model (``asyncsched.model.gpu_pools``). A node reporting such a
+resource has that many whole cards of the model; a pod asking for it gets whole cards of
+it; and a queue's capability in it also bounds the cards of that model its pods get
+when they ask ``nvidia.com/gpu`` or vGPU shares (``asyncsched.plugins._model_quota``).
 """
 
 from __future__ import annotations
@@ -36,7 +43,9 @@ from asyncsched.framework.hooks import (
 )
 from asyncsched.model import NodeInfo, TaskInfo
 from asyncsched.model.devices import GpuClaim
+from asyncsched.model.gpu_pools import MODEL_RESOURCES, parse_pools
 from asyncsched.plugins._cards import BINPACK, SPREAD, CardFitter, Fit, fit_cards
+from asyncsched.plugins._model_quota import ModelQuota
 
 __all__ = [
     "GPU_NUMBER_ENABLE",
@@ -63,6 +72,10 @@ class DeviceSharePlugin:
         number = arguments.get_bool(GPU_NUMBER_ENABLE, False)
         self.policy = arguments.get_str(SCHEDULE_POLICY, "")
         self.weight = arguments.get_int(SCHEDULE_WEIGHT, 0)
+        try:
+            self.pools = parse_pools(arguments.raw(MODEL_RESOURCES))
+        except ValueError as exc:
+            raise ArgumentError(str(exc)) from None
         if sharing and number:
             raise ArgumentError(
                 f"plugin deviceshare: {GPU_SHARING_ENABLE} and {GPU_NUMBER_ENABLE} "
@@ -103,7 +116,10 @@ class DeviceSharePlugin:
         self.epoch = 0
         """Counts placements and their undoing: what the cards' use has been through."""
         self._answers: tuple[str, int, dict[int, Fit | str]] | None = None
-        ssn.add_event_handler(self.name, EventHandler(self._moved, self._moved))
+        self.quota = ModelQuota(ssn, self.pools) if self.pools else None
+        if self.quota is not None:
+            ssn.model_cards = self.quota.allocated
+        ssn.add_event_handler(self.name, EventHandler(self._placed, self._removed))
         ssn.add(BATCH_PREDICATE, self.name, self._failures)
         if self.weight > 0:
             scores: BatchNodeOrderFn = _Scores(self)
@@ -126,9 +142,17 @@ class DeviceSharePlugin:
             self.kinds,
         )
 
-    def _moved(self, task: TaskInfo) -> None:
+    def _placed(self, task: TaskInfo) -> None:
         if task.gpu_request is not None:
             self.epoch += 1
+            if self.quota is not None:
+                self.quota.add(task)
+
+    def _removed(self, task: TaskInfo) -> None:
+        if task.gpu_request is not None:
+            self.epoch += 1
+            if self.quota is not None:
+                self.quota.remove(task)
 
     def _every_node(self, task: TaskInfo) -> dict[int, Fit | str]:
         """The answer of every node with cards, by row: worked out once per task while no
@@ -161,7 +185,13 @@ class DeviceSharePlugin:
         if isinstance(elsewhere, str):  # every node without cards fails alike
             mask = masks[elsewhere] = np.ones(n, dtype=np.bool_)
             mask[self.with_cards] = False
-        for i, found in self._every_node(task).items():
+        answers = self._every_node(task)
+        quota = self.quota if self.quota is not None and self.quota.limits else None
+        for i in self.with_cards if quota is not None else answers:
+            found = answers.get(i)
+            if quota is not None and not isinstance(found, str):
+                claim = found.claim if found is not None else None
+                found = quota.refusal(task, self.nodes[i], claim) or found
             if isinstance(found, str):
                 if found not in masks:
                     masks[found] = np.zeros(n, dtype=np.bool_)

@@ -335,6 +335,7 @@ class KubeScheduler(Effects):
             self.metrics.config_rejections.inc()
         self.sessions += 1
         began = time.perf_counter()
+        self.cache.set_gpu_pools(self.config.current.gpu_pools)
         snapshot = self.cache.snapshot(now=time.time())
         snapshot_ms = (time.perf_counter() - began) * 1000.0
         self._report_network(snapshot.hypernodes)

@@ -271,7 +271,7 @@ class Recorder:
         self._running.add(key)
         self.usage.advance(self.clock())
         self.usage.start(key, pod_requests(pod)[0], record.queue, pod.spec.node_name)
-        self.gpus.start(key, pod, self.clock())
+        self.gpus.start(key, pod, self.clock(), record.queue)
         self.fragmentation.start(key, pod, self.clock())
 
     def _stop(self, key: str) -> None:

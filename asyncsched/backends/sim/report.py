@@ -17,7 +17,7 @@ from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queu
 from asyncsched.api.quantity import format_units
 from asyncsched.api.topology import HyperNode
 from asyncsched.backends.sim.fragmentation import FragSummary
-from asyncsched.backends.sim.gpu_meter import GpuRow
+from asyncsched.backends.sim.gpu_meter import GpuRow, ModelCardsRow
 from asyncsched.backends.sim.recorder import JobRecord, PodRecord, queue_of, shown_as
 from asyncsched.backends.sim.simulation import Outcome, Simulation, Stuck
 from asyncsched.backends.sim.usage import GPU
@@ -130,6 +130,8 @@ class SimReport:
     """What the descheduler moved and why (None when it did not run)."""
     gpu_fragmentation: FragSummary | None = None
     """GPU allocation and FGD's fragmentation (None on a cluster without GPU cards)."""
+    model_cards: list[ModelCardsRow] = field(default_factory=list)
+    """Per queue, the most cards of each GPU model pool held at once (with pools only)."""
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
@@ -164,6 +166,9 @@ class SimReport:
         lines += self._job_lines()
         lines += self._network_lines()
         lines += self._gpu_lines()
+        if self.model_cards:
+            lines.append("cards of each GPU model pool held by queues (most at once):")
+            lines += [f"  {m.queue:<16}{m.resource:<24}{m.most:>5}" for m in self.model_cards]
         if self.stuck:
             lines.append(f"waiting when the run ended ({len(self.stuck)}):")
             for stuck in self.stuck[:SHOWN_ROWS]:
@@ -389,6 +394,7 @@ def summarize(sim: Simulation, outcome: Outcome) -> SimReport:
         gpus=recorder.gpus.rows(outcome.end),
         descheduler=_descheduler_row(sim),
         gpu_fragmentation=recorder.fragmentation.summary(outcome.end),
+        model_cards=recorder.gpus.model_cards(),
     )
 
 

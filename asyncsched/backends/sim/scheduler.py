@@ -165,6 +165,7 @@ class SimScheduler(Effects):
         if reload.error:
             self.config_errors.append(reload.error)
         self.sessions += 1
+        self.cache.set_gpu_pools(self.config.current.gpu_pools)
         snapshot = self.cache.snapshot(now=EPOCH + now)  # the clock the objects carry
         result, _ = run_session(
             snapshot,

@@ -121,6 +121,7 @@ class Simulation:
         self.store = ObjectStore(clock)
         self.store.admit(Pod, pod_priority_admission(self.store))
         self.recorder = Recorder(self.store, clock, on_event, scheduler_names, keep_events)
+        self.recorder.gpus.pools = config.current.gpu_pools
         if session_budget is None:
             session_budget = session_budget_from_environment()
         self.scheduler = SimScheduler(self.store, config, scheduler_names, session_budget)

@@ -99,6 +99,8 @@ def _text(actions: str, first: list[str], second: list[str]) -> str:
                     f"      deviceshare.SchedulePolicy: {name.split('-')[1]}",
                     "      deviceshare.ScheduleWeight: 10",
                 ]
+                if draw(st.integers(0, 2)):
+                    lines.append("      deviceshare.ModelResources: [nvidia.com/a100]")
             else:
                 lines.append(f"  - name: {name}")
     return "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ from tests.scenarios.properties import steering
 from tests.scenarios.properties.checker import Checker, default_invariants
 from tests.scenarios.properties.configs import with_pdb
 from tests.scenarios.properties.invariants import QueuesWithinCapability, Violation
+from tests.scenarios.properties.model_pools import QueuesWithinModelCapability
 from tests.scenarios.properties.world import SimWorld
 
 __all__ = ["Run", "kernels_used", "simulate"]
@@ -115,6 +116,9 @@ def _simulate(
         if capacity:
             tree = bool(capacity[0].flags.get("enableHierarchy", False))
             checker.invariants.append(capacity_invariant(manifests, tree))
+        if source.current.gpu_pools:
+            queues = capacity_invariant(manifests, True).queues
+            checker.invariants.append(QueuesWithinModelCapability(source.current.gpu_pools, queues))
     with _wall_clock_limit(wall_seconds, sim):
         outcome = sim.run(until=horizon)
     if checker is not None:

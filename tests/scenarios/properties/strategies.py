@@ -31,6 +31,9 @@ __all__ = [
 
 ANNOTATION = "simulation.asyncsched.io/"
 GPU = "nvidia.com/gpu"
+A100 = "nvidia.com/a100"
+"""A GPU model pool's resource (deviceshare.ModelResources in generated configurations):
+queues bound it, pods asking nvidia.com/gpu or vGPU shares on A100 cards count in it."""
 VGPU = "volcano.sh/vgpu-"
 NAMESPACES = ("default", "team-a", "default", "team-a", "kube-system")
 """kube-system less often: its pods are critical (conformance never evicts them)."""
@@ -109,6 +112,8 @@ def _node(draw: st.DrawFn, name: str) -> dict[str, Any]:
     if gpus is not None:
         allocatable[GPU] = gpus
         labels["accelerator"] = "gpu"
+        if draw(st.booleans()):  # GPU feature discovery's model label
+            labels["nvidia.com/gpu.product"] = draw(st.sampled_from(_GPU_PRODUCTS))
     notes = draw(_vgpus(name, allocatable))
     if notes:
         labels["accelerator"] = "gpu"
@@ -127,6 +132,7 @@ def _node(draw: st.DrawFn, name: str) -> dict[str, Any]:
     }
 
 
+_GPU_PRODUCTS = ("NVIDIA-A100-SXM4-80GB", "Tesla-T4")
 _VGPU_MODELS = (("NVIDIA-A100", 40960), ("NVIDIA-Tesla-T4", 16384), ("NVIDIA-A100", 2048))
 
 
@@ -158,7 +164,9 @@ def _queue(draw: st.DrawFn, name: str, parents: dict[str, dict[str, str]]) -> di
     child's deserved within its parent's), so every tree drawn is one Volcano admits."""
     spec: dict[str, Any] = {"weight": draw(st.integers(1, 5))}
     parent = draw(st.sampled_from(["", *parents])) if parents else ""
-    capability = _quantity_map(draw, {"cpu": ("0", "1", "2", "4"), GPU: ("0", "1", "2")})
+    capability = _quantity_map(
+        draw, {"cpu": ("0", "1", "2", "4"), GPU: ("0", "1", "2"), A100: ("0", "1", "2")}
+    )
     if parent:
         spec["parent"] = parent
         above = parents[parent]

@@ -618,3 +618,29 @@ def test_a_run_the_descheduler_keeps_going_may_reach_its_horizon() -> None:
     run(world(a=owned), [*running, moved], Outcome("until"), [RunEnds(descheduler=True)])
     with pytest.raises(Violation, match="did not end by itself"):
         run(world(a=owned), running, Outcome("until"), [RunEnds(descheduler=True)])
+
+
+def test_model_capability_invariant_holds_and_catches_a_queue_beyond_it() -> None:
+    from asyncsched.backends.config_source import ConfigSource
+    from asyncsched.backends.sim import Simulation
+    from asyncsched.backends.sim.manifests import parse_manifests
+    from asyncsched.framework import Registry
+    from tests.scenarios.properties.model_pools import QueuesWithinModelCapability
+    from tests.scenarios.properties.runner import CONFIGS
+    from tests.scenarios.properties.world import SimWorld
+
+    text = (CONFIGS / "gpu-model-pools-generic.yaml").read_text()
+
+    def run(capability: int) -> None:
+        manifests = parse_manifests(text, "gpu-model-pools-generic.yaml")
+        source = ConfigSource(Registry(), CONFIGS / "gpu-model-pools-config.yaml")
+        pools = source.current.gpu_pools
+        queues = {"team-b": ("", {"nvidia.com/a100": capability})}
+        fed: list[Checker] = []
+        sim = Simulation(manifests, source, on_event=lambda e: fed[0].feed(e))
+        fed.append(Checker(SimWorld(sim), [QueuesWithinModelCapability(pools, queues)]))
+        fed[0].finish(sim.run(until=1000))
+
+    run(2)  # its nvidia.com/gpu pods hold 2 A100s at most: its capability
+    with pytest.raises(Violation, match=r"2 nvidia\.com/a100 cards > capability 1"):
+        run(1)

@@ -104,6 +104,8 @@ class NodeFacts:
     unschedulable: bool = False
     gpus: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     """Card uuid -> (memory MiB, pods it may hold), from ``volcano.sh/node-vgpu-register``."""
+    card_models: Mapping[str, str] = field(default_factory=dict)
+    """Card uuid -> its model (type), from the same annotation."""
 
 
 class World(Protocol):
@@ -256,6 +258,7 @@ def _anti_affinity_terms(pod: Pod) -> tuple[Mapping[str, Any], ...]:
 
 
 def node_facts(node: Node) -> NodeFacts:
+    register = node.metadata.annotations.get("volcano.sh/node-vgpu-register", "")
     source = node.status.allocatable or node.status.capacity
     allocatable = {r: to_units(r, q) for r, q in source.items()}
     allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
@@ -266,7 +269,12 @@ def node_facts(node: Node) -> NodeFacts:
             {"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints
         ),
         unschedulable=node.spec.unschedulable,
-        gpus=_registered(node.metadata.annotations.get("volcano.sh/node-vgpu-register", "")),
+        gpus=_registered(register),
+        card_models={
+            fields[0]: fields[3]
+            for fields in (card.split(",") for card in register.split(":"))
+            if len(fields) >= 6
+        },
     )
 
 

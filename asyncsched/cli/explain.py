@@ -134,7 +134,9 @@ async def _on_cluster(client: KubeClient, args: argparse.Namespace) -> int:
     for line in skipped:
         print(f"asyncsched: warning: skipped {line}", file=sys.stderr)
     loaded = await _config_map(client, args.config_map) if args.config_map else None
-    found = _explained(cache, loaded or _config(args).current, args, time.time())
+    configuration = loaded or _config(args).current
+    cache.set_gpu_pools(configuration.gpu_pools)  # read the cards as the scheduler does
+    found = _explained(cache, configuration, args, time.time())
     recorded: dict[str, str] = {}
     if found.explained_pod:
         event = await _last_event(client, found.explained_pod)

@@ -128,16 +128,19 @@ class ModelQuota:
             for pool, count in cards.items():
                 held[pool] = held.get(pool, 0) + sign * count
 
-    def refusal(self, task: TaskInfo, node: NodeInfo, claim: GpuClaim | None) -> str:
-        """Why the task's cards on the node (``claim``) would take a queue over its
-        capability in a pool ("" when they would not)."""
+    def bounding(self, task: TaskInfo) -> list[str]:
+        """The task's queue and the queues above it that bound some pool ([]: none does,
+        and no node needs asking)."""
         if not self.limits:
-            return ""
-        queue = self._queue(task)
-        chain = [q for q in self._chain(queue) if q in self.limits]
-        if not chain:
-            return ""
-        cards = self._cards(task, node, claim)
+            return []
+        return [q for q in self._chain(self._queue(task)) if q in self.limits]
+
+    def refusal(
+        self, task: TaskInfo, node: NodeInfo, claim: GpuClaim | None, chain: list[str]
+    ) -> str:
+        """Why the task's cards on the node (``claim``) would take a queue of ``chain``
+        (``bounding``) over its capability in a pool ("" when they would not)."""
+        cards = self._cards(task, node, claim) if chain else {}
         for name in chain:
             held = self.held.get(name, {})
             for pool, count in cards.items():

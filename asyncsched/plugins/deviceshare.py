@@ -186,12 +186,13 @@ class DeviceSharePlugin:
             mask = masks[elsewhere] = np.ones(n, dtype=np.bool_)
             mask[self.with_cards] = False
         answers = self._every_node(task)
-        quota = self.quota if self.quota is not None and self.quota.limits else None
-        for i in self.with_cards if quota is not None else answers:
+        quota = self.quota
+        chain = quota.bounding(task) if quota is not None else []
+        for i in self.with_cards if chain else answers:
             found = answers.get(i)
-            if quota is not None and not isinstance(found, str):
+            if quota is not None and chain and not isinstance(found, str):
                 claim = found.claim if found is not None else None
-                found = quota.refusal(task, self.nodes[i], claim) or found
+                found = quota.refusal(task, self.nodes[i], claim, chain) or found
             if isinstance(found, str):
                 if found not in masks:
                     masks[found] = np.zeros(n, dtype=np.bool_)

@@ -75,6 +75,9 @@ class CardBooks:
         self.cards: IntArray = np.zeros((0, 1), dtype=np.int64)
         self.count: IntArray = np.zeros(0, dtype=np.int64)
         self.model: IntArray = np.zeros(0, dtype=np.int64)
+        self.whole: BoolArray = np.zeros(0, dtype=np.bool_)
+        """Per row, its cards are only ever taken whole (``nvidia.com/gpu`` or a model pool's
+        resource): their room is the node's count of the resource."""
         self.models: list[str] = [""]
         """Card models by index; 0 is "no GPU"."""
         self.version: IntArray = np.zeros(0, dtype=np.int64)
@@ -152,6 +155,7 @@ class CardBooks:
         self.cards = np.zeros((n, width), dtype=np.int64)
         self.count = np.zeros(n, dtype=np.int64)
         self.model = np.zeros(n, dtype=np.int64)
+        self.whole = np.zeros(n, dtype=np.bool_)
         self.version = np.zeros(n, dtype=np.int64)
         self.epoch += 1
         if nodes:
@@ -173,11 +177,13 @@ class CardBooks:
         if gpus is None or use is None or not gpus.cards:
             self.count[row] = 0
             self.model[row] = 0
+            self.whole[row] = False
             self.cards[row] = 0
         else:
             free = use.free_milli()
             self.count[row] = len(free)
             self.model[row] = self._model_index(gpus.cards[0].model)
+            self.whole[row] = gpus.source == "plain"
             self.cards[row] = 0
             self.cards[row, : len(free)] = free
         self._clock += 1

@@ -386,6 +386,11 @@ class _ShapeAnswers:
                 cards = books.cards[stale]
                 model_ok = books.accepts(self.demand)[books.model[stale]]
                 room = (cards >= shape.gpu_milli).sum(axis=1) >= shape.gpus
+                if shape.gpu_milli >= CARD:
+                    # Whole cards of a plain node: the node's count of the resource is their
+                    # room, which the resource fit checks (with what evictions would free,
+                    # so preempt and reclaim may try the node).
+                    room |= books.whole[stale]
                 no_model, no_room = ~model_ok, model_ok & ~room
                 if (no_model != self.no_model[stale]).any():
                     self.no_model = self.no_model.copy()  # a new object: callers cache on ids

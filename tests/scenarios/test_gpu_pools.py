@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenarios.harness import Run, simulate
+from tests.scenarios.harness import YAML, Run, simulate
 
 CONFIG = "gpu-model-pools-config.yaml"
 
@@ -28,10 +28,16 @@ def most_on(run: Run, job: str, nodes: set[str]) -> int:
     return most
 
 
+@pytest.mark.parametrize("gpufrag", [False, True])
 def test_team_b_borrows_idle_a100s_up_to_its_capability_and_gives_them_back(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, gpufrag: bool
 ) -> None:
-    run = simulate(capsys, tmp_path, "gpu-model-pools.yaml", config=CONFIG)
+    config = tmp_path / "config.yaml"
+    text = (YAML / CONFIG).read_text()
+    if gpufrag:  # its card filter leaves whole cards' room to the resource fit too
+        text = text.replace("  - name: nodeorder", "  - name: gpufrag\n  - name: nodeorder")
+    config.write_text(text)
+    run = simulate(capsys, tmp_path, "gpu-model-pools.yaml", config=config)
     assert run.code == 0, run.stderr
     a100s = {"a100-0", "a100-1"}
     at_start = [e for e in run.of("bound") if e["time"] == 0.0]

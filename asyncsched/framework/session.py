@@ -202,6 +202,7 @@ class Session:
         self._keys.clear()
         self._slots.clear()
         self.gpu_chooser = None
+        self.model_cards = None
 
     @property
     def shortcuts(self) -> bool:

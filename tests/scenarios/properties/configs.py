@@ -43,7 +43,7 @@ def evicting_configs(draw: st.DrawFn) -> str:
     if draw(st.integers(0, 2)) == 0:
         second.append("antistarvation")
     if draw(st.booleans()):
-        second.append(draw(st.sampled_from(("deviceshare-binpack", "deviceshare-spread"))))
+        second.append(draw(_deviceshare()))
     if draw(st.integers(0, 2)) == 0:
         second.append(draw(_gpufrag()))
     first = draw(st.permutations(first))
@@ -54,10 +54,17 @@ def evicting_configs(draw: st.DrawFn) -> str:
 def gpu_configs(draw: st.DrawFn) -> str:
     """Volcano's default actions and tiers, then deviceshare (or not) and gpufrag."""
     second = ["overcommit", "drf", "predicates", "proportion", "nodeorder"]
-    device = draw(st.sampled_from(("", "deviceshare-binpack", "deviceshare-spread")))
-    second += [device] if device else []
+    if draw(st.integers(0, 2)):
+        second.append(draw(_deviceshare()))
     second.append(draw(_gpufrag()))
     return _text("enqueue, allocate, backfill", ["priority", "gang", "conformance"], second)
+
+
+@st.composite
+def _deviceshare(draw: st.DrawFn) -> str:
+    """deviceshare with binpack or spread, two times in three naming the A100 pool."""
+    pool = "-pool" if draw(st.integers(0, 2)) else ""
+    return f"deviceshare-{draw(st.sampled_from(('binpack', 'spread')))}{pool}"
 
 
 @st.composite
@@ -99,7 +106,7 @@ def _text(actions: str, first: list[str], second: list[str]) -> str:
                     f"      deviceshare.SchedulePolicy: {name.split('-')[1]}",
                     "      deviceshare.ScheduleWeight: 10",
                 ]
-                if draw(st.integers(0, 2)):
+                if name.endswith("-pool"):
                     lines.append("      deviceshare.ModelResources: [nvidia.com/a100]")
             else:
                 lines.append(f"  - name: {name}")

@@ -271,9 +271,15 @@ def _report_jobs(ssn: Session) -> None:
                 )
         unchanged = job.uid not in deferred
         if job.podgroup is not None:
-            update = _podgroup_update(
-                job, job.podgroup.status, condition, notices.get(job.uid) or ()
-            )
+            shown = notices.get(job.uid) or ()
+            plain = condition is None and not shown
+            # The same untouched job with nothing new from the plugins: the same answer as
+            # last session, when its status was already right (jobs the budget defers).
+            if plain and job.podgroup_in_sync and not job.touched:
+                update = None
+            else:
+                update = _podgroup_update(job, job.podgroup.status, condition, shown)
+                job.podgroup_in_sync = plain and update is None and not job.touched
             unchanged = unchanged and update is None
             if update is not None:
                 ssn.result.podgroups.append(update)

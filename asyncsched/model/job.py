@@ -35,6 +35,7 @@ class JobInfo(Tracked):
     __slots__ = (
         "_allocated_before",
         "allocated",
+        "books_memo",
         "by_status",
         "creation",
         "min_available",
@@ -48,6 +49,7 @@ class JobInfo(Tracked):
         "network_topology",
         "phase",
         "podgroup",
+        "podgroup_in_sync",
         "priority",
         "priority_class",
         "queue",
@@ -101,6 +103,14 @@ class JobInfo(Tracked):
         """Memo, not state: the configuration under which the last session found this
         job settled (``asyncsched.model.snapshot``). Valid only for this object, which
         is handed out again only while nothing changes it; a copy starts without it."""
+        self.books_memo: object | None = None
+        """Memo, not state, like ``settled_under``: what this job adds to its queue's books
+        (``asyncsched.model.queue_tree.queue_books``), taken while it was untouched and
+        read only while it still is; a copy starts without it."""
+        self.podgroup_in_sync = False
+        """Memo, not state, like ``settled_under``: a session that left this job untouched
+        found its PodGroup status as it should be, with no condition or notice of a plugin
+        to add (``asyncsched.framework.cycle``); a copy starts without it."""
 
     def touch(self) -> None:
         if not self.touched:
@@ -203,19 +213,33 @@ class JobInfo(Tracked):
         The copy is untouched and records its changes in ``journal``; adding its
         tasks marks it touched, so whoever fills it clears ``touched`` after.
         """
+        # Every slot by name (a loop of getattr/setattr costs twice as much, once per job
+        # copied per snapshot); tests/unit/model/test_copies.py checks none is left out.
         twin = JobInfo.__new__(JobInfo)
-        for slot in JobInfo.__slots__:
-            setattr(twin, slot, getattr(self, slot))
+        twin.uid = self.uid
+        twin.name = self.name
+        twin.namespace = self.namespace
+        twin.queue = self.queue
+        twin.min_available = self.min_available
         twin.min_task_member = dict(self.min_task_member)
+        twin.min_resources = self.min_resources
+        twin.priority = self.priority
+        twin.priority_class = self.priority_class
+        twin.phase = self.phase
+        twin.creation = self.creation
+        twin.podgroup = self.podgroup
+        twin.network_topology = self.network_topology
         twin.tasks = {}
         twin.by_status = {}
-        twin.allocated = Resource()
+        twin.allocated = twin._allocated_before = Resource()
         twin.n_ready = 0
         twin.n_allocated = 0
         twin.n_pending_best_effort = 0
         twin.touched = False
         twin.journal = journal
         twin.settled_under = None
+        twin.books_memo = None
+        twin.podgroup_in_sync = False
         return twin
 
     # -- counting ----------------------------------------------------------

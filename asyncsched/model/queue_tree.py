@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from asyncsched.api.quantity import MAX_UNITS, QuantityError, to_units
 from asyncsched.model.books import (
@@ -30,7 +31,7 @@ from asyncsched.model.books import (
 )
 from asyncsched.model.job import JobInfo
 from asyncsched.model.queue import QueueInfo
-from asyncsched.model.resource import CPU, MEMORY, PODS, Resource
+from asyncsched.model.resource import CPU, EMPTY, MEMORY, PODS, Resource
 from asyncsched.model.status import TaskStatus
 
 __all__ = [
@@ -65,6 +66,38 @@ def _accumulate(into: dict[str, int], amount: Resource | Mapping[str, int]) -> N
         into[name] = into.get(name, 0) + value
 
 
+_JobBooks = tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, int]]
+
+
+def _job_books(job: JobInfo) -> _JobBooks:
+    """What one job adds to its queue's (allocated, request, inqueue, elastic), each summed
+    in the order ``queue_books`` meets the amounts, so the queue sums list their
+    resources in the same order whether a job's part is summed afresh or memoised."""
+    allocated: dict[str, int] = {}
+    request: dict[str, int] = {}
+    inqueue: dict[str, int] = {}
+    elastic: dict[str, int] = {}
+    held = job.allocated
+    holds = not held.is_zero()  # a pending job holds nothing: skip its empty sums
+    if holds:
+        _accumulate(allocated, held)
+        _accumulate(request, held)
+    pending = job.by_status.get(TaskStatus.PENDING)
+    if pending:
+        for task in pending.values():
+            _accumulate(request, task.resreq)
+    if job.min_resources is not None:
+        reserved = reserved_for_job(job, whole_minimum_when_inqueue=False)
+        if not reserved.is_zero():
+            _accumulate(inqueue, reserved)
+        minimum = job_min_resources(job) or EMPTY
+        if holds and minimum != held:  # equal: nothing beyond the minimum
+            _accumulate(elastic, exceeded_part(held, minimum))
+    elif holds:
+        _accumulate(elastic, held)
+    return allocated, request, inqueue, elastic
+
+
 def queue_books(
     queues: Mapping[str, QueueInfo],
     jobs: Iterable[JobInfo],
@@ -72,6 +105,7 @@ def queue_books(
 ) -> dict[str, QueueBooks]:
     """Per queue that has jobs, the sums of its jobs' books (Volcano's queue attributes).
 
+    A job handed out again unchanged adds what it added last session (``JobInfo.books_memo``).
     Settled jobs (``asyncsched.model.snapshot``) come summed per queue; they
     have nothing pending, so what they request is what they hold. Queues
     appear in the order their first job was met (settled first), so callers
@@ -92,29 +126,17 @@ def queue_books(
             _accumulate(request, totals.allocated)
             _accumulate(inqueue, totals.reserved)
             _accumulate(elastic, totals.elastic)
-    empty = Resource()
     for job in jobs:
         if job.queue not in queues:
             continue
-        allocated, request, inqueue, elastic = books_of(job.queue)
-        held = job.allocated
-        holds = not held.is_zero()  # a pending job holds nothing: skip its empty sums
-        if holds:
-            _accumulate(allocated, held)
-            _accumulate(request, held)
-        pending = job.by_status.get(TaskStatus.PENDING)
-        if pending:
-            for task in pending.values():
-                _accumulate(request, task.resreq)
-        if job.min_resources is not None:
-            reserved = reserved_for_job(job, whole_minimum_when_inqueue=False)
-            if not reserved.is_zero():
-                _accumulate(inqueue, reserved)
-            minimum = job_min_resources(job) or empty
-            if holds and minimum != held:  # equal: nothing beyond the minimum
-                _accumulate(elastic, exceeded_part(held, minimum))
-        elif holds:
-            _accumulate(elastic, held)
+        parts = cast("_JobBooks | None", job.books_memo if not job.touched else None)
+        if parts is None:
+            parts = _job_books(job)
+            if not job.touched:  # the same object, untouched, adds the same next session
+                job.books_memo = parts
+        for into, part in zip(books_of(job.queue), parts, strict=True):
+            if part:
+                _accumulate(into, part)
     return {
         name: QueueBooks(Resource(a), Resource(r), Resource(i), Resource(e))
         for name, (a, r, i, e) in sums.items()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -98,6 +99,7 @@ class _Allocation:
     def _collect(self) -> None:
         ssn = self.ssn
         enqueue_configured = "enqueue" in ssn.configuration.actions
+        fixed = ssn.fixed_task_order()
         for job in ssn.active_jobs.values():
             if job.is_pending():
                 if enqueue_configured:
@@ -110,10 +112,17 @@ class _Allocation:
             queue = ssn.queue_of(job)
             if queue is None:
                 continue
-            pending = [t for t in job.pending_tasks() if not t.best_effort]
-            if not pending:
+            memo = job.order_memo
+            if memo is not None and fixed is not None and memo[0] == fixed and not job.touched:
+                ordered: Sequence[TaskInfo] = memo[1]  # the same job, waiting as it was
+            else:
+                pending = [t for t in job.pending_tasks() if not t.best_effort]
+                ordered = ordered_tasks(ssn, pending)
+                if fixed is not None and not job.touched:
+                    job.order_memo = (fixed, tuple(ordered))
+            if not ordered:
                 continue
-            self.tasks[job.uid] = deque(ordered_tasks(ssn, pending))
+            self.tasks[job.uid] = deque(ordered)
             self.walk.add(queue, job)
 
     def _allocate_job(

@@ -307,10 +307,14 @@ class ClusterCache:
             self.changes.jobs.add(key)
 
     def set_podgroup_phase(self, key: str, phase: str) -> None:
+        """``set_podgroup_status`` with only the phase changed (no comparison of the rest)."""
         entry = self.jobs.get(key)
         if entry is not None and entry.podgroup is not None:
-            status = msgspec.structs.replace(entry.podgroup.status, phase=phase)
-            self.set_podgroup_status(key, status)
+            status = entry.podgroup.status
+            if status.phase != phase:
+                status = msgspec.structs.replace(status, phase=phase)
+                entry.podgroup = msgspec.structs.replace(entry.podgroup, status=status)
+                self.changes.jobs.add(key)
 
     def upsert_queue(self, queue: Queue) -> None:
         """Take a Queue; ValueError (and no change: the last good version stays) if its

@@ -244,6 +244,17 @@ def _report_jobs(ssn: Session) -> None:
         reported.sort(key=lambda job: at[job.uid])
     for job in reported:
         condition = conditions.get(job.uid)
+        if (
+            job.podgroup_in_sync
+            and condition is None
+            and job.uid in deferred
+            and not job.touched
+            and not notices.get(job.uid)
+        ):
+            # Left for the next session as the last one left it: no reasons, no write (what
+            # the rest of this loop would find); most jobs of a budgeted session.
+            job.settled_under = None
+            continue
         gang_message = (
             condition.message if condition is not None and condition.type == UNSCHEDULABLE else ""
         )

@@ -42,13 +42,16 @@ class KeyOrder(Generic[T]):
 
     Keys must be totally preordered by ``<`` and ``==`` (numbers without NaN,
     strings, tuples of those) and depend only on the item's own standing (see the
-    module's docstring).
+    module's docstring). ``fixed``: the key reads only what no session changes on a
+    handed-out item (a task's priority) and never raises, so an order taken in one
+    session holds in the next for the same items (``Session.fixed_task_order``).
     """
 
-    __slots__ = ("key",)
+    __slots__ = ("fixed", "key")
 
-    def __init__(self, key: Callable[[T], Any]) -> None:
+    def __init__(self, key: Callable[[T], Any], *, fixed: bool = False) -> None:
         self.key = key
+        self.fixed = fixed
 
     def __call__(self, left: T, right: T) -> int:
         a, b = self.key(left), self.key(right)

@@ -358,6 +358,20 @@ class Session:
         keyed = self._keyed(TASK_ORDER, _task_fallback)
         return keyed if keyed is not None else functools.partial(OrderKey, self.task_order)
 
+    def fixed_task_order(self) -> tuple[object, ...] | None:
+        """What the task order is made of, when every plugin of it orders by a fixed key
+        (``KeyOrder(fixed=True)``): two sessions with equal answers order the same tasks
+        the same way, so an order taken in one may be used in the next. None otherwise."""
+        if not self._modes.shortcut:
+            return None
+        orders = []
+        for tier in self._tiers(TASK_ORDER):
+            for plugin, fn in tier:
+                if not (isinstance(fn, KeyOrder) and fn.fixed):
+                    return None
+                orders.append((plugin, fn.key))
+        return tuple(orders)
+
     def _keyed(self, hook: Hook[Any], fallback: Callable[[Any], tuple[Any, ...]]) -> Any:
         """The hook's order as one tuple per item (the plugins' keys in tier order, then
         ``fallback``), or None when a plugin compares without a key or shortcuts are off."""

@@ -40,7 +40,7 @@ class PriorityPlugin:
         self.arguments = arguments
 
     def on_session_open(self, ssn: Session) -> None:
-        task_order: TaskOrderFn = KeyOrder(_task_key)
+        task_order: TaskOrderFn = KeyOrder(_task_key, fixed=True)  # the pod's priority
         job_order: JobOrderFn = KeyOrder(_job_key)
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:

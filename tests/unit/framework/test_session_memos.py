@@ -1,8 +1,9 @@
 """What a session remembers on a job it left unchanged decides and reports as a fresh start.
 
-A job handed out again unchanged carries two memos from the session before
+A job handed out again unchanged carries memos from the session before
 (``JobInfo.books_memo``: its part of its queue's books; ``JobInfo.podgroup_in_sync``:
-its PodGroup status needed no write). Runs under small budgets, where most jobs wait
+its PodGroup status needed no write; ``JobInfo.order_memo``: allocate's order of its
+pending tasks). Runs under small budgets, where most jobs wait
 untouched for several sessions, must give every session the very result a session on a
 snapshot built from scratch (no memos) gives, and the memos must actually be used.
 """
@@ -37,7 +38,8 @@ def _cluster() -> list[object]:
         )
         size = 3 if g == 4 else 2  # g4 holds more than its minimum: an elastic part
         objects += [
-            pod(f"g{g}-{i}", cpu="1", memory="1Gi", namespace=q, group=f"g{g}") for i in range(size)
+            pod(f"g{g}-{i}", cpu="1", memory="1Gi", namespace=q, group=f"g{g}", priority=i % 2)
+            for i in range(size)
         ]
     objects.append(pod("never-fits", cpu="64"))
     return objects
@@ -46,13 +48,15 @@ def _cluster() -> list[object]:
 def test_sessions_with_memos_decide_and_report_as_sessions_on_fresh_snapshots() -> None:
     cache = cache_of(*_cluster())
     loaded = ConfigSource(Registry()).current
-    books_reused = in_sync_reused = 0
+    books_reused = in_sync_reused = order_reused = 0
     for n in range(30):
         snapshot = cache.snapshot()
         fresh = cache.trial_snapshot()
         books_reused += sum(1 for j in snapshot.jobs.values() if j.books_memo is not None)
         in_sync_reused += sum(1 for j in snapshot.jobs.values() if j.podgroup_in_sync)
-        assert not any(j.books_memo or j.podgroup_in_sync for j in fresh.jobs.values())
+        order_reused += sum(1 for j in snapshot.jobs.values() if j.order_memo)
+        memos = (j.books_memo or j.podgroup_in_sync or j.order_memo for j in fresh.jobs.values())
+        assert not any(memos)
         result, _ = run_session(snapshot, loaded, f"s{n}", budget=1)
         expected, _ = run_session(fresh, loaded, f"s{n}", budget=1)
         assert result == expected, f"session {n}"
@@ -64,7 +68,9 @@ def test_sessions_with_memos_decide_and_report_as_sessions_on_fresh_snapshots() 
             break
     else:
         raise AssertionError("the run did not end")
-    assert books_reused and in_sync_reused, "the memos were never used: nothing was checked"
+    assert books_reused and in_sync_reused and order_reused, (
+        "the memos were never used: nothing was checked"
+    )
 
 
 def _job(uid: str, queue_name: str, pending: int, running: int) -> JobInfo:

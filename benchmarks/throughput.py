@@ -18,7 +18,8 @@ zone labels (10 zones) and every other job's pods a rule about the job's other
 pods: ``anti-affinity`` (required, per hostname) or ``spread`` (DoNotSchedule,
 maxSkew 1 over zones). Every pod is pending at the start; sessions
 run until nothing more can be placed. The clock runs over the sessions only
-(snapshot, session, applying the binds to the cache), not over building the
+(snapshot, session, applying the binds and PodGroup statuses to the cache as the
+shells do), not over building the
 synthetic cluster. ``--pure`` uses the NumPy twins of the compiled kernels
 (ASYNCSCHED_PURE=1). ``--profile`` prints the top of a cProfile of the
 sessions to stderr. ``--installed`` measures the installed package instead of this
@@ -54,9 +55,11 @@ import msgspec  # noqa: E402
 
 from asyncsched.api.meta import ObjectMeta  # noqa: E402
 from asyncsched.api.topology import HyperNode, HyperNodeSpec  # noqa: E402
+from asyncsched.api.volcano import PodGroupStatus  # noqa: E402
 from asyncsched.backends.config_source import ConfigSource  # noqa: E402
 from asyncsched.cache import ClusterCache  # noqa: E402
 from asyncsched.framework import Registry, load_configuration, run_session  # noqa: E402
+from asyncsched.framework.results import PodGroupUpdate  # noqa: E402
 from asyncsched.model.gcpause import freeze_long_lived  # noqa: E402
 from tests.builders import (  # noqa: E402
     HOSTNAME,
@@ -185,7 +188,7 @@ def build(
 
 
 AREAS = (
-    ("snapshots", "cluster_cache.py:_snapshot"),
+    ("snapshots", "cluster_cache.py:snapshot"),
     ("sessions", "cycle.py:_run_session"),
     ("enqueue", "enqueue.py:execute"),
     ("allocate", "allocate.py:execute"),
@@ -202,8 +205,21 @@ AREAS = (
     ("backfill", "backfill.py:execute"),
     ("report jobs", "cycle.py:_report_jobs"),
     ("binds applied to the cache", "cluster_cache.py:mark_binding"),
-    ("phases applied to the cache", "cluster_cache.py:set_podgroup_phase"),
+    ("statuses applied to the cache", "cluster_cache.py:set_podgroup_status"),
 )
+
+
+def written_status(update: PodGroupUpdate) -> PodGroupStatus:
+    """The PodGroup status a shell writes and then holds in its cache (kube after its patch,
+    the simulator through its store): all of it, so a placed gang's status is in sync and
+    the gang settles, as it does in a scheduler."""
+    return PodGroupStatus(
+        phase=update.phase,
+        conditions=list(update.conditions),
+        running=update.running,
+        succeeded=update.succeeded,
+        failed=update.failed,
+    )
 
 
 def _areas(stats: pstats.Stats) -> str:
@@ -273,7 +289,7 @@ def main() -> None:
         cpu_began = time.process_time()
         result, _ = run_session(cache.snapshot(), loaded, uid=f"s{n}", budget=args.session_budget)
         for update in result.podgroups:
-            cache.set_podgroup_phase(update.job, update.phase)
+            cache.set_podgroup_status(update.job, written_status(update))
         for bind in result.binds:
             cache.mark_binding(bind.uid, bind.node)
         durations.append(time.perf_counter() - began)

@@ -331,13 +331,18 @@ class _Build:
             elif isinstance(obj, NodeInfo):
                 nodes.add(obj.name)
         # A task copied again takes along the jobs and nodes holding its old or new copy.
-        cache_tasks = self.cache.tasks
+        old_of, new_of = handed.tasks.get, self.cache.tasks.get
+        add_job, add_node = jobs.add, nodes.add
         for key in tasks:
-            for task in (handed.tasks.get(key), cache_tasks.get(key)):
-                if task is not None:
-                    jobs.add(task.job)
-                    if task.node_name:
-                        nodes.add(task.node_name)
+            old, new = old_of(key), new_of(key)
+            if old is not None:
+                add_job(old.job)
+                if old.node_name:
+                    add_node(old.node_name)
+            if new is not None:
+                add_job(new.job)
+                if new.node_name:
+                    add_node(new.node_name)
         return tasks, jobs, nodes
 
     # -- copies ----------------------------------------------------------------
@@ -445,14 +450,17 @@ class _Build:
             table = handed.table = cache.table.compact(handed.rows)
         else:
             source_table = cache.table
+            rows, ats = [], []
             for name in names:
                 source = cache.nodes.get(name)
                 if source is not None:
-                    row, at = handed.positions[name], source.row
-                    table.allocatable[row] = source_table.allocatable[at]
-                    table.idle[row] = source_table.idle[at]
-                    table.releasing[row] = source_table.releasing[at]
-                    table.pipelined[row] = source_table.pipelined[at]
+                    rows.append(handed.positions[name])
+                    ats.append(source.row)
+            if rows:  # all rows at once: four row copies per node cost more than the rest
+                table.allocatable[rows] = source_table.allocatable[ats]
+                table.idle[rows] = source_table.idle[ats]
+                table.releasing[rows] = source_table.releasing[ats]
+                table.pipelined[rows] = source_table.pipelined[ats]
         tasks = handed.tasks
         for name in names:
             source = cache.nodes.get(name)

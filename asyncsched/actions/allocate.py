@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -65,6 +64,10 @@ class _Allocation:
         self.ssn = ssn
         self.walk = Walk(ssn)
         self.tasks: dict[str, deque[TaskInfo]] = {}
+        self.unordered: set[str] = set()
+        """Jobs whose tasks are not in task order yet: with a fixed task order
+        (``Session.fixed_task_order``) the order taken at a job's first turn is the one
+        taken when it was collected, so it is taken only for jobs that get a turn."""
         self.failed_roles: dict[str, dict[str, FitErrors | None]] = {}
         """Per job, the roles a task failed to fit this run, with that task's fit errors."""
 
@@ -84,6 +87,9 @@ class _Allocation:
             if job is None:
                 continue
             tasks = self.tasks[job.uid]
+            if job.uid in self.unordered:
+                self.unordered.discard(job.uid)
+                tasks = self.tasks[job.uid] = deque(ordered_tasks(ssn, list(tasks)))
             stmt = self._allocate_job(job, queue, tasks)
             if stmt is not None and ssn.job_ready(job):
                 budget.spend(len(stmt))
@@ -99,7 +105,7 @@ class _Allocation:
     def _collect(self) -> None:
         ssn = self.ssn
         enqueue_configured = "enqueue" in ssn.configuration.actions
-        fixed = ssn.fixed_task_order()
+        fixed = ssn.fixed_task_order() is not None
         for job in ssn.active_jobs.values():
             if job.is_pending():
                 if enqueue_configured:
@@ -112,17 +118,14 @@ class _Allocation:
             queue = ssn.queue_of(job)
             if queue is None:
                 continue
-            memo = job.order_memo
-            if memo is not None and fixed is not None and memo[0] == fixed and not job.touched:
-                ordered: Sequence[TaskInfo] = memo[1]  # the same job, waiting as it was
-            else:
-                pending = [t for t in job.pending_tasks() if not t.best_effort]
-                ordered = ordered_tasks(ssn, pending)
-                if fixed is not None and not job.touched:
-                    job.order_memo = (fixed, tuple(ordered))
-            if not ordered:
+            pending = [t for t in job.pending_tasks() if not t.best_effort]
+            if not pending:
                 continue
-            self.tasks[job.uid] = deque(ordered)
+            if fixed:  # ordered when the job's turn first comes (most wait, under a budget)
+                self.unordered.add(job.uid)
+                self.tasks[job.uid] = deque(pending)
+            else:
+                self.tasks[job.uid] = deque(ordered_tasks(ssn, pending))
             self.walk.add(queue, job)
 
     def _allocate_job(

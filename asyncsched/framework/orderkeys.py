@@ -43,8 +43,8 @@ class KeyOrder(Generic[T]):
     Keys must be totally preordered by ``<`` and ``==`` (numbers without NaN,
     strings, tuples of those) and depend only on the item's own standing (see the
     module's docstring). ``fixed``: the key reads only what no session changes on a
-    handed-out item (a task's priority) and never raises, so an order taken in one
-    session holds in the next for the same items (``Session.fixed_task_order``).
+    handed-out item (a task's priority) and never raises, so an order of given items is
+    the same whenever it is taken (``Session.fixed_task_order``).
     """
 
     __slots__ = ("fixed", "key")

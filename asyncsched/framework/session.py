@@ -360,8 +360,8 @@ class Session:
 
     def fixed_task_order(self) -> tuple[object, ...] | None:
         """What the task order is made of, when every plugin of it orders by a fixed key
-        (``KeyOrder(fixed=True)``): two sessions with equal answers order the same tasks
-        the same way, so an order taken in one may be used in the next. None otherwise."""
+        (``KeyOrder(fixed=True)``): then the order of given tasks is the same whenever it
+        is taken, in this session or another with an equal answer. None otherwise."""
         if not self._modes.shortcut:
             return None
         orders = []

@@ -47,7 +47,6 @@ class JobInfo(Tracked):
         "name",
         "namespace",
         "network_topology",
-        "order_memo",
         "phase",
         "podgroup",
         "podgroup_in_sync",
@@ -112,10 +111,6 @@ class JobInfo(Tracked):
         """Memo, not state, like ``settled_under``: a session that left this job untouched
         found its PodGroup status as it should be, with no condition or notice of a plugin
         to add (``asyncsched.framework.cycle``); a copy starts without it."""
-        self.order_memo: tuple[object, tuple[TaskInfo, ...]] | None = None
-        """Memo, not state, like ``settled_under``: allocate's order of the job's pending
-        tasks and the fixed task order it was taken under (``Session.fixed_task_order``),
-        taken while the job was untouched and read only while it still is."""
 
     def touch(self) -> None:
         if not self.touched:
@@ -245,7 +240,6 @@ class JobInfo(Tracked):
         twin.settled_under = None
         twin.books_memo = None
         twin.podgroup_in_sync = False
-        twin.order_memo = None
         return twin
 
     # -- counting ----------------------------------------------------------

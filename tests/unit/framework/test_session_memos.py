@@ -2,16 +2,17 @@
 
 A job handed out again unchanged carries memos from the session before
 (``JobInfo.books_memo``: its part of its queue's books; ``JobInfo.podgroup_in_sync``:
-its PodGroup status needed no write; ``JobInfo.order_memo``: allocate's order of its
-pending tasks). Runs under small budgets, where most jobs wait
+its PodGroup status needed no write). Runs under small budgets, where most jobs wait
 untouched for several sessions, must give every session the very result a session on a
 snapshot built from scratch (no memos) gives, and the memos must actually be used.
 """
 
 from __future__ import annotations
 
+import pytest
+
 from asyncsched.backends.config_source import ConfigSource
-from asyncsched.framework import Registry, run_session
+from asyncsched.framework import Registry, Session, SessionResult, run_session
 from asyncsched.model import JobInfo, Resource, TaskInfo, TaskStatus
 from asyncsched.model.books import SettledTotals
 from asyncsched.model.queue import QueueInfo
@@ -48,15 +49,13 @@ def _cluster() -> list[object]:
 def test_sessions_with_memos_decide_and_report_as_sessions_on_fresh_snapshots() -> None:
     cache = cache_of(*_cluster())
     loaded = ConfigSource(Registry()).current
-    books_reused = in_sync_reused = order_reused = 0
+    books_reused = in_sync_reused = 0
     for n in range(30):
         snapshot = cache.snapshot()
         fresh = cache.trial_snapshot()
         books_reused += sum(1 for j in snapshot.jobs.values() if j.books_memo is not None)
         in_sync_reused += sum(1 for j in snapshot.jobs.values() if j.podgroup_in_sync)
-        order_reused += sum(1 for j in snapshot.jobs.values() if j.order_memo)
-        memos = (j.books_memo or j.podgroup_in_sync or j.order_memo for j in fresh.jobs.values())
-        assert not any(memos)
+        assert not any(j.books_memo or j.podgroup_in_sync for j in fresh.jobs.values())
         result, _ = run_session(snapshot, loaded, f"s{n}", budget=1)
         expected, _ = run_session(fresh, loaded, f"s{n}", budget=1)
         assert result == expected, f"session {n}"
@@ -68,9 +67,7 @@ def test_sessions_with_memos_decide_and_report_as_sessions_on_fresh_snapshots() 
             break
     else:
         raise AssertionError("the run did not end")
-    assert books_reused and in_sync_reused and order_reused, (
-        "the memos were never used: nothing was checked"
-    )
+    assert books_reused and in_sync_reused, "the memos were never used: nothing was checked"
 
 
 def _job(uid: str, queue_name: str, pending: int, running: int) -> JobInfo:
@@ -124,3 +121,28 @@ def test_queue_books_from_memos_equal_the_sums_taken_afresh() -> None:
     assert plain(after) == plain(queue_books(queues, jobs, settled))
     assert plain(after) != plain(afresh)
     assert changed.books_memo is None
+
+
+def test_tasks_ordered_at_a_jobs_first_turn_are_placed_as_when_ordered_up_front(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a fixed task order allocate orders a job's tasks only when its turn comes;
+    a task order that is not fixed orders every job's tasks up front (the plain rule)."""
+    loaded = ConfigSource(Registry()).current
+
+    def run() -> list[SessionResult]:
+        cache = cache_of(*_cluster())
+        results = []
+        for n in range(30):
+            result, _ = run_session(cache.snapshot(), loaded, f"s{n}", budget=3)
+            results.append(result)
+            for bind in result.binds:
+                cache.mark_binding(bind.uid, bind.node)
+            if not result.binds and not result.deferred:
+                break
+        return results
+
+    lazy = run()
+    assert any(r.deferred for r in lazy)
+    monkeypatch.setattr(Session, "fixed_task_order", lambda self: None)
+    assert lazy == run()

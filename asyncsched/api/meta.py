@@ -44,4 +44,6 @@ class Condition(msgspec.Struct, rename="camel", omit_defaults=True):
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = None
-    transition_id: str = ""
+    transition_id: str = msgspec.field(default="", name="transitionID")
+    """PodGroup conditions only: the session that set it (Volcano's JSON name, which the
+    CRD's schema keeps; ``transitionId`` would be pruned)."""

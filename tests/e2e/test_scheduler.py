@@ -161,6 +161,14 @@ async def test_gang_is_bound_all_or_nothing_and_other_schedulers_are_left_alone(
         assert conditions["Unschedulable"]["status"] == "True"
         assert "nvidia.com/gpu" in conditions["Unschedulable"]["message"]
         assert (await bed.podgroup_status("first"))["phase"] == "Running"
+
+        async def counted() -> bool:  # the kubelet's Running reaches the PodGroup's count
+            return (await bed.podgroup_status("first")).get("running") == 6
+
+        await wait_for(counted, 20, "PodGroup first to count its 6 running pods")
+        status = await bed.podgroup_status("first")
+        scheduled = next(c for c in status["conditions"] if c["type"] == "Scheduled")
+        assert scheduled["status"] == "True" and scheduled.get("transitionID"), scheduled
     finally:
         scheduler.terminate()
 

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from asyncsched.api import Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import ConfigMap
 from asyncsched.api.policy import PodDisruptionBudget
@@ -92,6 +94,9 @@ class KubeScheduler(Effects):
         self.options = options
         self.cache = ClusterCache(options.scheduler_names)
         self.metrics = Metrics()
+        # Counted when scraped (on the loop, like every cache change), not after every
+        # session: the count is a pass over every pod.
+        self.metrics.pending.set_function(self.cache.pending_tasks)
         self.dirty = asyncio.Event()
         self.elector = (
             LeaderElector(
@@ -123,7 +128,13 @@ class KubeScheduler(Effects):
         self.informers: list[Informer[Any]] = [
             Informer(client, PODS, self._pod_upserted, self._pod_deleted, self._bad_object),
             self._informer(NODES, self._node_upserted, lambda ns, n: self.cache.delete_node(n)),
-            self._informer(PODGROUPS, self.cache.upsert_podgroup, self.cache.delete_podgroup),
+            Informer(
+                client,
+                PODGROUPS,
+                self._podgroup_upserted,
+                self._podgroup_deleted,
+                self._bad_object,
+            ),
             self._informer(
                 QUEUES, self.cache.upsert_queue, lambda ns, n: self.cache.delete_queue(n)
             ),
@@ -222,6 +233,27 @@ class KubeScheduler(Effects):
             or before.init_resreq != after.init_resreq
         ):
             self.dirty.set()
+
+    def _podgroup_upserted(self, podgroup: PodGroup) -> None:
+        """Into the cache; wake the loop unless only the version moved.
+
+        The echo of a status this scheduler wrote (already in the cache since the write)
+        changes nothing a session decides on. Woken by it, a session would write the
+        running counts the kubelet's updates moved since, whose echoes would wake the next:
+        in a burst of gangs, sessions back to back over every PodGroup, and a status write
+        per PodGroup per session. Unwoken, those counts are written by the next session,
+        at the latest after ``period``.
+        """
+        meta = podgroup.metadata
+        entry = self.cache.jobs.get(f"{meta.namespace}/{meta.name}")
+        before = entry.podgroup if entry is not None else None
+        self.cache.upsert_podgroup(podgroup)
+        if before is None or not _same_but_version(before, podgroup):
+            self.dirty.set()
+
+    def _podgroup_deleted(self, namespace: str, name: str) -> None:
+        self.cache.delete_podgroup(namespace, name)
+        self.dirty.set()
 
     def _pod_deleted(self, namespace: str, name: str) -> None:
         self.cache.delete_pod(namespace, name)
@@ -392,7 +424,6 @@ class KubeScheduler(Effects):
         else:
             for failure in result.failures:
                 self.plugin_failed(failure)
-        self.metrics.pending.set(self.cache.pending_tasks())
 
     # -- the effects of a session (framework.effects.Effects), sent in the background --
 
@@ -473,6 +504,19 @@ class KubeScheduler(Effects):
                 meta = pod.metadata
                 self.status.event("Pod", meta.namespace, meta.name, meta.uid, "EvictionRefused",
                                   why, "Warning")  # fmt: skip
+
+
+def _same_but_version(before: PodGroup, after: PodGroup) -> bool:
+    """Equal but for resourceVersion and generation (the CRD has no status subresource, so
+    a status write moves its generation too)."""
+    if before.spec != after.spec or before.status != after.status:
+        return False
+    meta = msgspec.structs.replace(
+        after.metadata,
+        resource_version=before.metadata.resource_version,
+        generation=before.metadata.generation,
+    )
+    return meta == before.metadata
 
 
 _ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})

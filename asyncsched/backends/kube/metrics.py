@@ -104,7 +104,8 @@ class Metrics:
         self.volcano = VolcanoMetrics(r)
         """Volcano's own scheduler metrics, so its dashboards and alerts keep working."""
         self._plugin_gauges: dict[str, tuple[Gauge, tuple[str, ...]]] = {}
-        self._plugin_series: dict[str, set[tuple[str, ...]]] = {}
+        self._plugin_series: dict[str, dict[tuple[str, ...], float]] = {}
+        """Per plugin gauge, the label values of each series it has and the value last set."""
         self._refused: set[str] = set()
 
     def observe_session(self, result: SessionResult, snapshot_ms: float = 0.0) -> None:
@@ -143,22 +144,36 @@ class Metrics:
         self._reasons = set(counts)
 
     def _observe_plugin_gauges(self, reported: list[PluginGauge]) -> None:
-        """Set what was reported; remove the series of earlier sessions not reported now."""
-        seen: dict[str, set[tuple[str, ...]]] = {}
+        """Set what was reported; remove the series of earlier sessions not reported now.
+
+        A series whose value is the one set last is left alone: ``labels()`` costs
+        microseconds, and drf reports a share for every job holding resources in every
+        session, most of them unchanged."""
+        seen: dict[str, dict[tuple[str, ...], float]] = {}
+        before = self._plugin_series
         for figure in reported:
             names = tuple(key for key, _ in figure.labels)
+            values = tuple(value for _, value in figure.labels)
+            known = self._plugin_gauges.get(figure.name)
+            now = seen.setdefault(figure.name, {})
+            last = now[values] if values in now else before.get(figure.name, {}).get(values)
+            if known is not None and known[1] == names and last == figure.value:
+                now[values] = figure.value
+                continue
             gauge = self._plugin_gauge(figure, names)
             if gauge is None:
                 continue
-            values = tuple(value for _, value in figure.labels)
             if names:
                 gauge.labels(*values).set(figure.value)
             else:
                 gauge.set(figure.value)
-            seen.setdefault(figure.name, set()).add(values)
-        for name, series in self._plugin_series.items():
+            now[values] = figure.value
+        for name, series in before.items():
+            if not series:
+                continue  # refused (only a gauge made holds series)
             gauge, names = self._plugin_gauges[name]
-            for values in series - seen.get(name, set()):
+            now = seen.get(name, {})
+            for values in series.keys() - now.keys():
                 if names:
                     gauge.remove(*values)
                 else:

@@ -49,6 +49,16 @@ def test_a_plugins_gauge_is_exported_and_a_series_not_reported_again_vanishes() 
     assert "asyncsched_test_held{" not in metrics.exposition().decode()
 
 
+def test_a_series_reported_again_unchanged_or_after_vanishing_shows_its_value() -> None:
+    metrics = Metrics()
+    ml, a = _gauge(8, queue="ml"), _gauge(2, queue="a")
+    for reported in ([ml, a], [ml, a], [ml], [ml, a], [ml, _gauge(3, queue="a"), a]):
+        metrics.observe_session(SessionResult(plugin_gauges=reported))
+    text = metrics.exposition().decode()
+    assert 'asyncsched_test_held{queue="ml"} 8.0' in text
+    assert 'asyncsched_test_held{queue="a"} 2.0' in text  # the last one reported wins
+
+
 def test_a_gauge_whose_name_is_taken_is_refused_once_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -35,6 +35,11 @@ filled in, ``KUBECONFIG`` is set):
     python benchmarks/e2e_throughput.py --nodes 1000 --pods 10000 --precreate --gang 10 \
         --ceiling --compare-kube-scheduler --kube-scheduler-qps 2000
 
+With ``--precreate``, ``--lone N`` first measures each scheduler (not the minimal binder,
+which does not watch) on the idle cluster: started on its own, one uncounted pod bound to
+know it is ready, then N pods created one at a time, each timed from creation to bound as
+the watch sees it (``--pods 0``: the lone pods only).
+
 asyncsched runs from this checkout (``--source DIR``: another copy), or with
 ``--installed`` from the package installed for this Python, refused in one line if that
 is a checkout (see target.py). The last line on stdout is one JSON object with every
@@ -316,6 +321,40 @@ def cpu_seconds(pid: int | None) -> float:
     except OSError:
         return 0.0
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
+
+
+async def api_writes(client: KubeClient) -> dict[str, float]:
+    """The API server's count of write requests so far, by ``VERB resource[/subresource]``
+    (its apiserver_request_total), every client together: the difference over a run, set
+    against another scheduler's on the same bed, is what the scheduler wrote."""
+    text = (await client.get("/metrics")).decode()
+    counts: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, value = line[len("apiserver_request_total{") :].rpartition("} ")
+        labels = dict(
+            (k, v.strip('"')) for k, _, v in (p.partition("=") for p in labels_text.split(","))
+        )
+        if labels.get("verb") not in WRITE_VERBS:
+            continue
+        what = labels.get("resource", "") + (
+            f"/{labels['subresource']}" if labels.get("subresource") else ""
+        )
+        key = f"{labels['verb']} {what}"
+        counts[key] = counts.get(key, 0.0) + float(value)
+    return counts
+
+
+def writes_between(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
+    return {
+        k: int(v - before.get(k, 0.0))
+        for k, v in sorted(after.items())
+        if v - before.get(k, 0.0) >= 1
+    }
 
 
 # -- the bed -----------------------------------------------------------------------------
@@ -609,6 +648,70 @@ async def create_pod(client: KubeClient, path: str, body: bytes) -> None:
             await asyncio.sleep(0.1 * (attempt + 1))
 
 
+async def one_pod(
+    client: KubeClient,
+    watch: PodWatch,
+    scheduler: Scheduler,
+    run: str,
+    name: str,
+    gap: float,
+    timeout: float = 30.0,
+) -> Observed:
+    """Create one pod, wait until the watch sees it bound, then ``gap`` seconds."""
+    seen = watch.entry(name)
+    waiter = watch.waiters[name] = asyncio.Event()
+    body = msgspec.json.encode(pod_manifest(name, scheduler.scheduler_name, run))
+    seen.posted = time.time()
+    await create_pod(client, f"/api/v1/namespaces/{watch.namespace}/pods", body)
+    seen.answered = time.time()
+    await asyncio.wait_for(waiter.wait(), timeout)
+    await asyncio.sleep(gap)
+    return seen
+
+
+async def measure_lone(
+    client: KubeClient, scheduler: Scheduler, args: argparse.Namespace, run: str
+) -> dict[str, Any]:
+    """Lone pods on the idle cluster, the scheduler started for them: ``--lone`` pods created
+    one at a time, each waited for, timed from creation to bound as the watch sees them. A
+    first pod, not counted, waits until the scheduler has listed the cluster and binds."""
+    namespace = f"bench-{run}"
+    await new_namespace(client, namespace)
+    result: dict[str, Any] = {
+        "scheduler": scheduler.name,
+        "schedulerName": scheduler.scheduler_name,
+        "protocol": "lone",
+    }
+    if isinstance(scheduler, KubeScheduler):
+        result["kube_api_qps"] = scheduler.qps or "default"
+    watch = PodWatch(client, namespace)
+    watcher = asyncio.create_task(watch.run())
+    try:
+        await asyncio.sleep(0.5)  # the watch is open
+        if isinstance(scheduler, CommandScheduler):
+            scheduler.namespace = namespace
+        scheduler.start()
+        await one_pod(client, watch, scheduler, run, "warm-up", 2.0, timeout=300)
+        result["load_before"] = [round(x, 2) for x in os.getloadavg()]
+        if isinstance(scheduler, AsyncSched):
+            scheduler.start_profile("lone")
+        lone = [
+            await one_pod(client, watch, scheduler, run, f"lone-{i:04d}", args.lone_gap)
+            for i in range(args.lone)
+        ]
+        if isinstance(scheduler, AsyncSched):
+            scheduler.stop_profile()
+        result["lone"] = latency_figures(lone)
+        result["load_after"] = [round(x, 2) for x in os.getloadavg()]
+        log(f"{scheduler.name} lone: {json.dumps(result)}")
+    finally:
+        await asyncio.to_thread(scheduler.stop)
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, KubeError):
+            await watcher
+    return result
+
+
 async def measure(
     client: KubeClient, scheduler: Scheduler, args: argparse.Namespace, run: str
 ) -> dict[str, Any]:
@@ -628,18 +731,10 @@ async def measure(
         if args.lone:
             if isinstance(scheduler, AsyncSched):
                 scheduler.start_profile("lone")
-            lone: list[Observed] = []
-            for i in range(args.lone):
-                name = f"lone-{i:04d}"
-                seen = watch.entry(name)
-                waiter = watch.waiters[name] = asyncio.Event()
-                body = msgspec.json.encode(pod_manifest(name, scheduler.scheduler_name, run))
-                seen.posted = time.time()
-                await create_pod(client, path, body)
-                seen.answered = time.time()
-                await asyncio.wait_for(waiter.wait(), 30)
-                lone.append(seen)
-                await asyncio.sleep(args.lone_gap)
+            lone = [
+                await one_pod(client, watch, scheduler, run, f"lone-{i:04d}", args.lone_gap)
+                for i in range(args.lone)
+            ]
             if isinstance(scheduler, AsyncSched):
                 scheduler.stop_profile()
             result["lone"] = latency_figures(lone)
@@ -755,14 +850,19 @@ async def measure_precreated(
         if isinstance(scheduler, CommandScheduler):
             scheduler.namespace = namespace
         result["load_before"] = [round(x, 2) for x in os.getloadavg()]
+        writes_before = await api_writes(client)
         scheduler.start()
         started = time.time()
+        if isinstance(scheduler, AsyncSched):
+            scheduler.start_profile(f"precreated-g{gang}")
         timeout = args.timeout or max(120.0, args.pods / 20)
         try:
             await asyncio.wait_for(watch.all_bound.wait(), timeout)
         except TimeoutError:
             log(f"timed out: {watch.bound_count} bound")
         cpu = cpu_seconds(scheduler.pid)  # from the process's start: its first listing too
+        if isinstance(scheduler, AsyncSched):
+            scheduler.stop_profile()
         bound = sorted(p.bound for p in watch.pods.values() if p.bound is not None)
         span = bound[-1] - bound[0] if len(bound) > 1 else float("nan")
         result.update({
@@ -774,6 +874,10 @@ async def measure_precreated(
             "scheduler_cpu_ms_per_pod": round(cpu / len(bound) * 1000, 2) if bound else None,
             "load_after": [round(x, 2) for x in os.getloadavg()],
         })  # fmt: skip
+        await asyncio.sleep(3.0)  # status writes and Events that follow the last bind
+        result["api_writes"] = writes_between(writes_before, await api_writes(client))
+        if isinstance(scheduler, AsyncSched):
+            result["scheduler_metrics"] = scheduler.metrics()
         log(f"{scheduler.name} precreated: {json.dumps(result)}")
     finally:
         await asyncio.to_thread(scheduler.stop)
@@ -811,25 +915,34 @@ async def run_precreated(bed: Testbed, args: argparse.Namespace) -> dict[str, An
             external = CommandScheduler(
                 Path(argv[0]).name, argv, bed, args.scheduler_name, bed.dir / "external.log"
             )
-            plans += [(external, 1)] + ([(external, args.gang)] if args.gang > 1 else [])
+            plans += [] if args.gang_only else [(external, 1)]
+            plans += [(external, args.gang)] if args.gang > 1 else []
         else:
             kubeconfig = bed.kubeconfig
             if args.rbac == "deploy":
                 kubeconfig = await install_scheduler_rbac(bed)
-            for gang in [1] + ([args.gang] if args.gang > 1 else []):
+            profile = bed.dir if args.profile else None
+            for gang in ([] if args.gang_only else [1]) + ([args.gang] if args.gang > 1 else []):
                 log_path = bed.dir / f"asyncsched-gang{gang}.log"
-                plans.append((AsyncSched(kubeconfig, log_path, args.scheduler_name, None), gang))
+                plans.append((AsyncSched(kubeconfig, log_path, args.scheduler_name, profile), gang))
         runs = []
         stamp = time.strftime("%H%M%S")
         for i, (scheduler, gang) in enumerate(plans):
             run = f"{stamp}-{i}-{scheduler.name}-g{gang}"
+            if args.lone and gang == 1 and scheduler.name != "minimal-binder":
+                try:
+                    runs.append(await measure_lone(client, scheduler, args, f"{run}-lone"))
+                finally:
+                    await clean_namespace(client, f"bench-{run}-lone")
+            if not args.pods:
+                continue
             try:
                 runs.append(await measure_precreated(client, scheduler, args, run, gang))
             finally:
                 await clean_namespace(client, f"bench-{run}")
-        ceiling = runs[0]["throughput_pods_per_s"] if args.ceiling and runs else 0.0
+        ceiling = runs[0].get("throughput_pods_per_s", 0.0) if args.ceiling and runs else 0.0
         for figures in runs:
-            if ceiling:
+            if ceiling and "throughput_pods_per_s" in figures:
                 share = figures["throughput_pods_per_s"] / ceiling
                 figures["fraction_of_ceiling"] = round(share, 3)
         return {"nodes_ready": nodes_ready, "runs": runs}
@@ -895,13 +1008,18 @@ def main(argv: list[str] | None = None) -> int:
         "the first bind, one scheduler after the other on the same bed",
     )
     parser.add_argument("--gang", type=int, default=1, help="with --precreate: PodGroups of N")
+    parser.add_argument("--gang-only", action="store_true",
+                        help="with --gang: measure the scheduler on PodGroups only, not also "
+                             "on plain pods")  # fmt: skip
     parser.add_argument(
         "--ceiling",
         action="store_true",
         help="with --precreate: first measure benchmarks/minimal_binder.py, which decides nothing",
     )
     parser.add_argument("--bed", type=Path, help="a bed's directory: reuse it (start it there)")
-    parser.add_argument("--lone", type=int, default=0, help="pods created one at a time first")
+    parser.add_argument("--lone", type=int, default=0,
+                        help="pods created one at a time first (with --precreate: on the idle "
+                             "cluster, before each scheduler's precreated run)")  # fmt: skip
     parser.add_argument("--lone-gap", type=float, default=0.3, help="seconds between lone pods")
     parser.add_argument("--concurrency", type=int, default=32, help="creates in flight")
     parser.add_argument("--timeout", type=float, default=0.0, help="seconds to wait for binds")
@@ -915,7 +1033,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a copy of the repository to run asyncsched from")  # fmt: skip
     parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
     parser.add_argument("--profile", action="store_true",
-                        help="py-spy asyncsched during the lone pods and the burst")  # fmt: skip
+                        help="py-spy asyncsched during the lone pods and the burst (with "
+                             "--precreate: from its start to the last bind)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.precreate and args.external is True:
         parser.error("--precreate needs --external CMD (the command that runs the scheduler)")

@@ -1,7 +1,8 @@
 """Writes back what sessions found: PodGroup status, pod conditions, Kubernetes Events.
 
 Only real changes are written: a PodGroup whose phase, counts and conditions
-(ignoring the session stamp) are unchanged is left alone, and a pod's
+(ignoring the session stamp) are unchanged is left alone, a PodGroup status still
+waiting to be sent is replaced by a newer one rather than followed by it, and a pod's
 Unschedulable condition and Event are written when its reason changes, so a
 pending pod does not cost a write every second.
 """
@@ -52,6 +53,8 @@ class StatusWriter:
         self._tasks: set[asyncio.Task[None]] = set()
         self._reasons: dict[str, str] = {}
         self._podgroup_status_subresource: bool | None = None
+        self._podgroups_waiting: dict[str, bytes] = {}
+        """Per PodGroup path, the newest status body not yet sent (waiting for a slot)."""
         self.writes = 0
         self.errors = 0
 
@@ -102,7 +105,10 @@ class StatusWriter:
             f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{update.namespace}"
             f"/podgroups/{update.name}"
         )
-        self._spawn(self._patch_podgroup(path, body))
+        waiting = path in self._podgroups_waiting
+        self._podgroups_waiting[path] = body
+        if not waiting:  # else the write already queued sends this newer body
+            self._spawn(self._send_podgroup(path))
         self._notice_events(update, current, uid)
         return status
 
@@ -117,6 +123,11 @@ class StatusWriter:
                 reason, message = f"{c.type}Ended", f"condition {c.type} is no longer true"
             kind, group = "PodGroup", "scheduling.volcano.sh/v1beta1"
             self.event(kind, update.namespace, update.name, uid, reason, message, api_version=group)
+
+    async def _send_podgroup(self, path: str) -> bytes:
+        """The newest status for the PodGroup, taken when the write gets its slot: statuses
+        decided while it waited (a burst queues many) are not written one by one."""
+        return await self._patch_podgroup(path, self._podgroups_waiting.pop(path))
 
     async def _patch_podgroup(self, path: str, body: bytes) -> bytes:
         """Through /status where the CRD has that subresource, else the object itself.

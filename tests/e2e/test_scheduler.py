@@ -155,6 +155,15 @@ async def test_gang_is_bound_all_or_nothing_and_other_schedulers_are_left_alone(
         assert len({placed[n] for n in first}) == 6, "one 8-GPU member per node"
         assert placed["plain"] and not placed["foreign"]
 
+        async def scheduled_told() -> bool:
+            return any(e["reason"] == "Scheduled" for e in await bed.events_for("plain"))
+
+        await wait_for(scheduled_told, 20, "a Scheduled event on the bound pod")
+        told = [e for e in await bed.events_for("plain") if e["reason"] == "Scheduled"]
+        assert [(e["type"], e["message"]) for e in told] == [
+            ("Normal", f"Successfully assigned {bed.kube.namespace}/plain to {placed['plain']}")
+        ], told
+
         status = await bed.podgroup_status("second")
         conditions = {c["type"]: c for c in status.get("conditions", [])}
         assert status["phase"] != "Running"

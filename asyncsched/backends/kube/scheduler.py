@@ -486,6 +486,11 @@ class KubeScheduler(Effects):
                 bind_ms = (time.perf_counter() - sent) * 1000.0
                 self.metrics.volcano.task_bound(task.creation, time.time(), bind_ms)
             self.status.forget(key)
+            pod = self.cache.pods.get(key)
+            if pod is not None:  # what Volcano's cache and kube-scheduler tell of every bind
+                meta = pod.metadata
+                told = f"Successfully assigned {meta.namespace}/{meta.name} to {node}"
+                self.status.event("Pod", meta.namespace, meta.name, meta.uid, "Scheduled", told)
             return
         self.metrics.bind_failures.inc()
         self.cache.bind_failed(key)

@@ -44,12 +44,15 @@ def _comparable(status: PodGroupStatus) -> tuple[object, ...]:
 
 
 class StatusWriter:
-    """Sends status patches and Events in the background, at most ``concurrency`` at once."""
+    """Sends status patches and Events in the background, at most ``concurrency`` of each
+    at once: Events (one per bind) have slots of their own, so a burst of them never
+    holds back a PodGroup's or a pod's status."""
 
     def __init__(self, client: KubeClient, identity: str, concurrency: int = 8) -> None:
         self.client = client
         self.identity = identity
         self._slots = asyncio.Semaphore(concurrency)
+        self._event_slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self._reasons: dict[str, str] = {}
         self._podgroup_status_subresource: bool | None = None
@@ -58,13 +61,14 @@ class StatusWriter:
         self.writes = 0
         self.errors = 0
 
-    def _spawn(self, coro: Coroutine[Any, Any, bytes]) -> None:
-        task: asyncio.Task[None] = asyncio.create_task(self._guard(coro))
+    def _spawn(self, coro: Coroutine[Any, Any, bytes], event: bool = False) -> None:
+        slots = self._event_slots if event else self._slots
+        task: asyncio.Task[None] = asyncio.create_task(self._guard(coro, slots))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _guard(self, coro: Coroutine[Any, Any, bytes]) -> None:
-        async with self._slots:
+    async def _guard(self, coro: Coroutine[Any, Any, bytes], slots: asyncio.Semaphore) -> None:
+        async with slots:
             try:
                 await coro
                 self.writes += 1
@@ -214,5 +218,6 @@ class StatusWriter:
             "count": 1,
         }
         self._spawn(
-            self.client.post(f"/api/v1/namespaces/{where}/events", msgspec.json.encode(event))
+            self.client.post(f"/api/v1/namespaces/{where}/events", msgspec.json.encode(event)),
+            event=True,
         )

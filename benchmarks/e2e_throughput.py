@@ -693,15 +693,7 @@ async def measure_lone(
         scheduler.start()
         await one_pod(client, watch, scheduler, run, "warm-up", 2.0, timeout=300)
         result["load_before"] = [round(x, 2) for x in os.getloadavg()]
-        if isinstance(scheduler, AsyncSched):
-            scheduler.start_profile("lone")
-        lone = [
-            await one_pod(client, watch, scheduler, run, f"lone-{i:04d}", args.lone_gap)
-            for i in range(args.lone)
-        ]
-        if isinstance(scheduler, AsyncSched):
-            scheduler.stop_profile()
-        result["lone"] = latency_figures(lone)
+        result["lone"] = await lone_pods(client, watch, scheduler, run, args)
         result["load_after"] = [round(x, 2) for x in os.getloadavg()]
         log(f"{scheduler.name} lone: {json.dumps(result)}")
     finally:
@@ -710,6 +702,21 @@ async def measure_lone(
         with contextlib.suppress(asyncio.CancelledError, KubeError):
             await watcher
     return result
+
+
+async def lone_pods(
+    client: KubeClient, watch: PodWatch, scheduler: Scheduler, run: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    """``--lone`` pods created one at a time, ``--lone-gap`` apart: their latency figures."""
+    if isinstance(scheduler, AsyncSched):
+        scheduler.start_profile("lone")
+    lone = [
+        await one_pod(client, watch, scheduler, run, f"lone-{i:04d}", args.lone_gap)
+        for i in range(args.lone)
+    ]
+    if isinstance(scheduler, AsyncSched):
+        scheduler.stop_profile()
+    return latency_figures(lone)
 
 
 async def measure(
@@ -729,15 +736,7 @@ async def measure(
     try:
         await asyncio.sleep(0.5)  # the watch is open
         if args.lone:
-            if isinstance(scheduler, AsyncSched):
-                scheduler.start_profile("lone")
-            lone = [
-                await one_pod(client, watch, scheduler, run, f"lone-{i:04d}", args.lone_gap)
-                for i in range(args.lone)
-            ]
-            if isinstance(scheduler, AsyncSched):
-                scheduler.stop_profile()
-            result["lone"] = latency_figures(lone)
+            result["lone"] = await lone_pods(client, watch, scheduler, run, args)
             log(f"{scheduler.name} lone: {json.dumps(result['lone'])}")
             await asyncio.sleep(2)  # KWOK's status updates of the lone pods settle
 

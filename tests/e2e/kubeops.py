@@ -86,6 +86,30 @@ async def apply_crds(api: ApiClient, files: Iterable[Path], timeout: float = 60)
     return names
 
 
+def kwok_pod(
+    label: str,
+    name: str,
+    requests: Mapping[str, str],
+    limits: Mapping[str, str],
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A pod for asyncsched (schedulerName volcano) on the KWOK nodes labelled e2e=label."""
+    meta: dict[str, Any] = {"name": name}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": meta,
+        "spec": {
+            "schedulerName": "volcano",
+            "nodeSelector": {"e2e": label},
+            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+            "containers": [{"name": "main", "image": "main", "resources": {
+                "requests": dict(requests), "limits": dict(limits),
+            }}],
+        },
+    }  # fmt: skip
+
+
 def node_manifest(
     name: str,
     capacity: Mapping[str, str],

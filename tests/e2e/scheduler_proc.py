@@ -27,6 +27,7 @@ SERVICE_ACCOUNT = "asyncsched-scheduler"
 CONFIG_MAP_NAME = "volcano-scheduler-configmap"
 CONFIG_KEY = "volcano-scheduler.conf"
 CONFIG_MAP = f"{NAMESPACE}/{CONFIG_MAP_NAME}"
+CONFIG_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIG_MAP_NAME}"
 
 _PATHS = {
     ("v1", "Namespace"): "/api/v1/namespaces",
@@ -68,6 +69,12 @@ async def request(
         raise ApiException(status=response.status, reason=body.decode(errors="replace")[:500])
     data: dict[str, Any] = json.loads(body) if body else {}
     return data
+
+
+async def set_scheduler_config(api: ApiClient, text: str) -> None:
+    """Put ``text`` in the scheduler's ConfigMap (the scheduler reads it on its next session)."""
+    patch = {"data": {CONFIG_KEY: text}}
+    await request(api, "PATCH", CONFIG_PATH, patch, "application/merge-patch+json")
 
 
 def collection(obj: dict[str, Any], namespace: str | None = None) -> str:

@@ -14,10 +14,8 @@ import pytest
 from kubernetes_asyncio import client, watch
 
 from tests.e2e.conftest import Kube
-from tests.e2e.kubeops import node_manifest, wait_for, wait_nodes_ready
+from tests.e2e.kubeops import kwok_pod, node_manifest, wait_for, wait_nodes_ready
 from tests.e2e.scheduler_proc import (
-    CONFIG_KEY,
-    CONFIG_MAP_NAME,
     NAMESPACE,
     ROOT,
     SERVICE_ACCOUNT,
@@ -25,11 +23,11 @@ from tests.e2e.scheduler_proc import (
     create,
     install_scheduler_manifests,
     request,
+    set_scheduler_config,
 )
 
 IDS = "volcano.sh/vgpu-ids-new"
 CARD_MIB = 40960
-CONFIG_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIG_MAP_NAME}"
 DEVICESHARE = """  - name: deviceshare
     arguments:
       deviceshare.VGPUEnable: true
@@ -46,17 +44,7 @@ def vgpu_pod(label: str, name: str, memory: int, cores: int) -> dict[str, Any]:
         "volcano.sh/vgpu-memory": str(memory),
         "volcano.sh/vgpu-cores": str(cores),
     }
-    return {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-        "spec": {
-            "schedulerName": "volcano",
-            "nodeSelector": {"e2e": label},
-            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
-            "containers": [{"name": "main", "image": "serve", "resources": {
-                "requests": {"cpu": "1", "memory": "1Gi", **wants}, "limits": wants,
-            }}],
-        },
-    }  # fmt: skip
+    return kwok_pod(label, name, {"cpu": "1", "memory": "1Gi", **wants}, wants)
 
 
 @pytest.fixture
@@ -64,7 +52,7 @@ async def gpu_node(kube: Kube) -> AsyncIterator[str]:
     """One KWOK node with two 40 GiB cards, and deviceshare in the scheduler's ConfigMap."""
     await install_scheduler_manifests(kube.api)
     shipped = (ROOT / "config" / "scheduler.yaml").read_text()
-    await _config(kube, shipped.rstrip("\n") + "\n" + DEVICESHARE)
+    await set_scheduler_config(kube.api, shipped.rstrip("\n") + "\n" + DEVICESHARE)
     name = f"{kube.namespace}-gpu"[:63]
     capacity = {
         "cpu": "32", "memory": "256Gi", "pods": "110",
@@ -80,12 +68,7 @@ async def gpu_node(kube: Kube) -> AsyncIterator[str]:
         yield name
     finally:
         await request(kube.api, "DELETE", f"/api/v1/nodes/{name}")
-        await _config(kube, shipped)
-
-
-async def _config(kube: Kube, text: str) -> None:
-    patch = {"data": {CONFIG_KEY: text}}
-    await request(kube.api, "PATCH", CONFIG_PATH, patch, "application/merge-patch+json")
+        await set_scheduler_config(kube.api, shipped)
 
 
 async def _pods(kube: Kube) -> dict[str, dict[str, Any]]:

@@ -15,10 +15,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Kube
-from tests.e2e.kubeops import node_manifest, wait_for, wait_nodes_ready
+from tests.e2e.kubeops import kwok_pod, node_manifest, wait_for, wait_nodes_ready
 from tests.e2e.scheduler_proc import (
-    CONFIG_KEY,
-    CONFIG_MAP_NAME,
     NAMESPACE,
     ROOT,
     SERVICE_ACCOUNT,
@@ -26,9 +24,9 @@ from tests.e2e.scheduler_proc import (
     create,
     install_scheduler_manifests,
     request,
+    set_scheduler_config,
 )
 
-CONFIG_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIG_MAP_NAME}"
 POOLS = """  - name: deviceshare
     arguments:
       deviceshare.ModelResources: [nvidia.com/a100, nvidia.com/h100]
@@ -37,23 +35,9 @@ QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
 
 
 def gpu_pod(label: str, queue: str, name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "annotations": {"scheduling.volcano.sh/queue-name": queue}},
-        "spec": {
-            "schedulerName": "volcano",
-            "nodeSelector": {"e2e": label},
-            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
-            "containers": [{"name": "main", "image": "serve", "resources": {
-                "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": "1"},
-            }}],
-        },
-    }  # fmt: skip
-
-
-async def _config(kube: Kube, text: str) -> None:
-    patch = {"data": {CONFIG_KEY: text}}
-    await request(kube.api, "PATCH", CONFIG_PATH, patch, "application/merge-patch+json")
+    queued = {"scheduling.volcano.sh/queue-name": queue}
+    requests = {"cpu": "1", "memory": "1Gi"}
+    return kwok_pod(label, name, requests, {"nvidia.com/gpu": "1"}, queued)
 
 
 @pytest.fixture
@@ -61,7 +45,7 @@ async def a100_node(kube: Kube) -> AsyncIterator[tuple[str, str]]:
     """A KWOK node with 4 A100s, a queue capable of 2 of them, and the pools configured."""
     await install_scheduler_manifests(kube.api)
     shipped = (ROOT / "config" / "scheduler.yaml").read_text()
-    await _config(kube, shipped.rstrip("\n") + "\n" + POOLS)
+    await set_scheduler_config(kube.api, shipped.rstrip("\n") + "\n" + POOLS)
     name = f"{kube.namespace}-a100"[:63]
     capacity = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "4"}
     labels = {"e2e": kube.namespace, "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
@@ -79,7 +63,7 @@ async def a100_node(kube: Kube) -> AsyncIterator[tuple[str, str]]:
     finally:
         await request(kube.api, "DELETE", f"/api/v1/nodes/{name}")
         await request(kube.api, "DELETE", f"{QUEUES}/{queue}")
-        await _config(kube, shipped)
+        await set_scheduler_config(kube.api, shipped)
 
 
 async def _pods(kube: Kube) -> dict[str, dict[str, Any]]:

@@ -26,10 +26,8 @@ from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim import Simulation, load_manifests
 from asyncsched.framework import Registry
 from tests.e2e.conftest import Kube
-from tests.e2e.kubeops import node_manifest, wait_for, wait_nodes_ready
+from tests.e2e.kubeops import kwok_pod, node_manifest, wait_for, wait_nodes_ready
 from tests.e2e.scheduler_proc import (
-    CONFIG_KEY,
-    CONFIG_MAP_NAME,
     NAMESPACE,
     ROOT,
     SERVICE_ACCOUNT,
@@ -37,9 +35,9 @@ from tests.e2e.scheduler_proc import (
     create,
     install_scheduler_manifests,
     request,
+    set_scheduler_config,
 )
 
-CONFIG_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIG_MAP_NAME}"
 GPUFRAG = """  - name: gpufrag
     arguments:
       gpufrag.refresh: 1
@@ -50,17 +48,7 @@ SEQUENCE = (("full", 8), ("half", 4), ("one", 1), ("later", 8))
 
 def gpu_pod(label: str, name: str, gpus: int) -> dict[str, Any]:
     wants = {"nvidia.com/gpu": str(gpus)}
-    return {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-        "spec": {
-            "schedulerName": "volcano",
-            "nodeSelector": {"e2e": label},
-            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
-            "containers": [{"name": "main", "image": "train", "resources": {
-                "requests": {"cpu": "2", "memory": "8Gi", **wants}, "limits": wants,
-            }}],
-        },
-    }  # fmt: skip
+    return kwok_pod(label, name, {"cpu": "2", "memory": "8Gi", **wants}, wants)
 
 
 def gpu_nodes(label: str) -> list[dict[str, Any]]:
@@ -73,7 +61,7 @@ async def nodes(kube: Kube) -> AsyncIterator[list[str]]:
     """Three 8-GPU KWOK nodes, and gpufrag in the scheduler's ConfigMap."""
     await install_scheduler_manifests(kube.api)
     shipped = (ROOT / "config" / "scheduler.yaml").read_text()
-    await _config(kube, shipped.rstrip("\n") + "\n" + GPUFRAG)
+    await set_scheduler_config(kube.api, shipped.rstrip("\n") + "\n" + GPUFRAG)
     names = []
     for manifest in gpu_nodes(kube.namespace):
         await kube.core.create_node(manifest)
@@ -84,12 +72,7 @@ async def nodes(kube: Kube) -> AsyncIterator[list[str]]:
     finally:
         for name in names:
             await request(kube.api, "DELETE", f"/api/v1/nodes/{name}")
-        await _config(kube, shipped)
-
-
-async def _config(kube: Kube, text: str) -> None:
-    patch = {"data": {CONFIG_KEY: text}}
-    await request(kube.api, "PATCH", CONFIG_PATH, patch, "application/merge-patch+json")
+        await set_scheduler_config(kube.api, shipped)
 
 
 async def _node_of(kube: Kube, name: str, timeout: float = 30) -> str:

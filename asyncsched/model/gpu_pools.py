@@ -21,10 +21,11 @@ Named pools do two things:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from asyncsched.api.validation import dns1123_subdomain, qualified_name
 
 if TYPE_CHECKING:
     from asyncsched.model.devices import GpuClaim, NodeGpus
@@ -41,8 +42,6 @@ __all__ = [
 MODEL_RESOURCES = "deviceshare.ModelResources"
 """The deviceshare argument naming the pools."""
 _GENERIC = "nvidia.com/gpu"
-_PREFIX = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +83,9 @@ def resource_name_problem(name: str) -> str:
     prefix, slash, rest = name.partition("/")
     if not slash:
         return "has no domain prefix (an extended resource looks like vendor.com/name)"
-    if not prefix or len(prefix) > 253 or not _PREFIX.fullmatch(prefix):
+    if not prefix or dns1123_subdomain(prefix):
         return f"prefix {prefix!r} is not a DNS subdomain (lower case, digits, '-', '.')"
-    if not rest or len(rest) > 63 or not _NAME.fullmatch(rest):
+    if qualified_name(rest):
         return (
             f"name {rest!r} must be 1-63 letters, digits, '-', '_' or '.', starting and "
             "ending with a letter or digit"

@@ -394,9 +394,16 @@ async def test_pod_evicted_by_preemption_restarts_the_victim_job(env: Env) -> No
         assert victim_state in ("Restarting", "Pending", "Running"), victim_state
         bound = [p for p in pods if p["spec"].get("nodeName")]
         assert len(bound) <= 1, "one node is the urgent job's now"
-        events = await env.items("/api/v1/namespaces/{ns}/events")
-        reasons = {e["reason"] for e in events if e["involvedObject"]["name"].startswith("victim-")}
-        assert reasons & {"Evict", "Preempted", "Killing"}, reasons
+
+        async def told() -> bool:  # the Event is sent beside the eviction, not before it
+            events = await env.items("/api/v1/namespaces/{ns}/events")
+            return any(
+                e["reason"] in {"Evict", "Preempted", "Killing"}
+                for e in events
+                if e["involvedObject"]["name"].startswith("victim-")
+            )
+
+        await env.wait(told, 20, "an eviction Event on a victim pod")
         await request(env.kube.api, "DELETE", JOBS.format(ns=env.ns) + "/urgent")
         await request(env.kube.api, "DELETE", JOBS.format(ns=env.ns) + "/victim")
 

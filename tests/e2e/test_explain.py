@@ -22,10 +22,13 @@ async def test_explain_says_why_a_pending_pod_waits_in_the_schedulers_words(
     try:
         await bed.submit(bed.podgroup("huge", 1), bed.pod("huge-0", group="huge", gpu=16))
 
-        async def reported() -> bool:
-            return any(e["reason"] == "FailedScheduling" for e in await bed.events_for("huge-0"))
+        async def reported() -> bool:  # the Event and the PodGroup status go concurrently
+            conditions = (await bed.podgroup_status("huge")).get("conditions", [])
+            return any(
+                e["reason"] == "FailedScheduling" for e in await bed.events_for("huge-0")
+            ) and any(c["type"] == "Unschedulable" for c in conditions)
 
-        await wait_for(reported, 30, "a FailedScheduling event")
+        await wait_for(reported, 30, "a FailedScheduling event and the PodGroup condition")
         event = next(e for e in await bed.events_for("huge-0") if e["reason"] == "FailedScheduling")
         condition = next(
             c

@@ -110,6 +110,17 @@ class Bed:
         )
         return [e for e in listed["items"] if e["involvedObject"]["name"] == pod]
 
+    async def wait_events(
+        self, name: str, reasons: set[str], timeout: float = 20
+    ) -> list[dict[str, Any]]:
+        """Events are sent beside the writes they report, so one may land after the other."""
+
+        async def told() -> bool:
+            return any(e["reason"] in reasons for e in await self.events_for(name))
+
+        await wait_for(told, timeout, f"an Event {sorted(reasons)} on {name}")
+        return [e for e in await self.events_for(name) if e["reason"] in reasons]
+
     async def podgroup_status(self, name: str) -> dict[str, Any]:
         path = (
             f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{self.kube.namespace}/podgroups/{name}"
@@ -154,12 +165,7 @@ async def test_gang_is_bound_all_or_nothing_and_other_schedulers_are_left_alone(
         assert len(first) == 6 and not second, placed
         assert len({placed[n] for n in first}) == 6, "one 8-GPU member per node"
         assert placed["plain"] and not placed["foreign"]
-
-        async def scheduled_told() -> bool:
-            return any(e["reason"] == "Scheduled" for e in await bed.events_for("plain"))
-
-        await wait_for(scheduled_told, 20, "a Scheduled event on the bound pod")
-        told = [e for e in await bed.events_for("plain") if e["reason"] == "Scheduled"]
+        told = await bed.wait_events("plain", {"Scheduled"})
         assert [(e["type"], e["message"]) for e in told] == [
             ("Normal", f"Successfully assigned {bed.kube.namespace}/plain to {placed['plain']}")
         ], told
@@ -190,9 +196,16 @@ async def test_pod_that_fits_nowhere_gets_an_event_and_condition_with_the_reason
         await bed.submit(bed.podgroup("huge", 1), bed.pod("huge-0", group="huge", gpu=16))
 
         async def reported() -> bool:
-            return any(e["reason"] == "FailedScheduling" for e in await bed.events_for("huge-0"))
+            # The Event, the pod's condition and the PodGroup's are written concurrently.
+            pod = next(p for p in await bed.pods() if p["metadata"]["name"] == "huge-0")
+            group = (await bed.podgroup_status("huge")).get("conditions", [])
+            return (
+                any(e["reason"] == "FailedScheduling" for e in await bed.events_for("huge-0"))
+                and any(c["type"] == "PodScheduled" for c in pod["status"].get("conditions", []))
+                and any(c["type"] == "Unschedulable" for c in group)
+            )
 
-        await wait_for(reported, 30, "a FailedScheduling event")
+        await wait_for(reported, 30, "a FailedScheduling event and both conditions")
         event = next(e for e in await bed.events_for("huge-0") if e["reason"] == "FailedScheduling")
         assert event["type"] == "Warning"
         assert "Insufficient nvidia.com/gpu" in event["message"], event["message"]
@@ -432,8 +445,8 @@ async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed:
         assert notice["reason"] == "Starving"
         held = re.findall(rf"{bed.label}-\S+?(?=,| for)", notice["message"])
         assert len(held) == 2, notice["message"]
-        events = [e for e in await bed.events_for("big") if e["reason"] == "Reserved"]
-        assert events and events[0]["involvedObject"]["kind"] == "PodGroup"
+        events = await bed.wait_events("big", {"Reserved"})
+        assert events[0]["involvedObject"]["kind"] == "PodGroup"
         assert await asyncio.to_thread(held_cpu) == ["64.0"], "two whole 32-cpu nodes"
 
         # 12-cpu pods fit beside any filler; only the nodes not held take them.
@@ -462,7 +475,7 @@ async def test_antistarvation_switched_on_and_off_by_editing_the_config_map(bed:
             return any(c["type"] == "Reserved" and c["status"] == "False" for c in conditions)
 
         await wait_for(ended, 30, "the Reserved condition to turn False")
-        assert any(e["reason"] == "ReservedEnded" for e in await bed.events_for("big"))
+        assert await bed.wait_events("big", {"ReservedEnded"})
         assert await asyncio.to_thread(held_cpu) == [], "the series goes with the reservation"
         assert scheduler.alive()
     finally:

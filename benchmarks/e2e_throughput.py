@@ -25,10 +25,12 @@ measurement with the API server's whole-second stamps as a cross-check.
 ``--precreate`` is issue 16's protocol instead: every pod (with ``--gang N``, in PodGroups of
 minMember N) is created before the scheduler starts, the schedulers run one after the other
 on the same bed, throughput counts from the first bind to the last, and each scheduler's CPU
-is read from /proc (all it used since it started). ``--ceiling`` first measures
-benchmarks/minimal_binder.py (round-robin, no decision) the same way: the binds per second
-this machine's API server, etcd and KWOK can take, and every figure is also given as a
-fraction of it. ``--external CMD`` measures any other scheduler started by CMD the same way
+is read from /proc (all it used since it started). ``--ceiling`` measures
+benchmarks/minimal_binder.py (round-robin, no decision) the same way, first and last: the
+binds per second this machine's API server, etcd and KWOK can take, and every figure is also
+given as a fraction of the mean of the two (``--rounds N`` repeats it all, each round read
+against its own binder runs, since the ceiling moves with the machine's load).
+``--external CMD`` measures any other scheduler started by CMD the same way
 (pods of ``--scheduler-name``; ``{kubeconfig}``, ``{namespace}``, ``{scheduler_name}`` are
 filled in, ``KUBECONFIG`` is set):
 
@@ -623,15 +625,14 @@ class CommandScheduler(Scheduler):
         return self.proc.pid if self.proc is not None else None
 
 
-def minimal_binder(bed: Testbed, scheduler_name: str) -> CommandScheduler:
+def minimal_binder(bed: Testbed, scheduler_name: str, events: bool = False) -> CommandScheduler:
     argv = [
         sys.executable, str(Path(__file__).resolve().parent / "minimal_binder.py"),
         "--kubeconfig", "{kubeconfig}", "--namespace", "{namespace}",
-        "--scheduler-name", "{scheduler_name}",
+        "--scheduler-name", "{scheduler_name}", *(["--events"] if events else []),
     ]  # fmt: skip
-    return CommandScheduler(
-        "minimal-binder", argv, bed, scheduler_name, bed.dir / "minimal-binder.log"
-    )
+    name = "minimal-binder-events" if events else "minimal-binder"
+    return CommandScheduler(name, argv, bed, scheduler_name, bed.dir / f"{name}.log")
 
 
 # -- one measured run --------------------------------------------------------------------
@@ -899,54 +900,99 @@ async def _create_all(client: KubeClient, path: str, bodies: list[bytes], concur
 async def run_precreated(bed: Testbed, args: argparse.Namespace) -> dict[str, Any]:
     """Each scheduler in turn on the same bed: the minimal binder (``--ceiling``),
     kube-scheduler on plain pods, asyncsched (or ``--external CMD``) on plain pods and on
-    PodGroups of ``--gang``; every figure also as a fraction of the ceiling."""
+    PodGroups of ``--gang``; every figure also as a fraction of the ceiling.
+
+    The ceiling moves with the machine's load, so with ``--ceiling`` the binder runs first
+    and last in every round (``--rounds``) and each figure is read against the mean of the
+    two binder runs around it; ``fractions`` gathers them per scheduler over the rounds."""
     client = await connect(str(bed.kubeconfig))
     try:
         nodes_ready = await ensure_nodes(client, args.nodes)
-        plans: list[tuple[Scheduler, int]] = []
-        if args.ceiling:
-            plans.append((minimal_binder(bed, "minimal-binder"), 1))
-        if args.compare_kube_scheduler:
-            for qps in args.kube_scheduler_qps or [0]:
-                plans.append((KubeScheduler(bed, qps), 1))
-        if args.external:
-            argv = shlex.split(args.external)
-            external = CommandScheduler(
-                Path(argv[0]).name, argv, bed, args.scheduler_name, bed.dir / "external.log"
-            )
-            plans += [] if args.gang_only else [(external, 1)]
-            plans += [(external, args.gang)] if args.gang > 1 else []
-        else:
-            kubeconfig = bed.kubeconfig
-            if args.rbac == "deploy":
-                kubeconfig = await install_scheduler_rbac(bed)
-            profile = bed.dir if args.profile else None
-            for gang in ([] if args.gang_only else [1]) + ([args.gang] if args.gang > 1 else []):
-                log_path = bed.dir / f"asyncsched-gang{gang}.log"
-                plans.append((AsyncSched(kubeconfig, log_path, args.scheduler_name, profile), gang))
-        runs = []
+        kubeconfig = bed.kubeconfig
+        if not args.external and args.rbac == "deploy":
+            kubeconfig = await install_scheduler_rbac(bed)
+        runs: list[dict[str, Any]] = []
         stamp = time.strftime("%H%M%S")
-        for i, (scheduler, gang) in enumerate(plans):
-            run = f"{stamp}-{i}-{scheduler.name}-g{gang}"
-            if args.lone and gang == 1 and scheduler.name != "minimal-binder":
+        for round_ in range(args.rounds):
+            plans = _round_plans(bed, args, kubeconfig, round_)
+            measured: list[dict[str, Any]] = []
+            for i, (scheduler, gang) in enumerate(plans):
+                run = f"{stamp}-r{round_}-{i}-{scheduler.name}-g{gang}"
+                if args.lone and gang == 1 and not scheduler.name.startswith("minimal"):
+                    try:
+                        figures = await measure_lone(client, scheduler, args, f"{run}-lone")
+                        measured.append({**figures, "round": round_})
+                    finally:
+                        await clean_namespace(client, f"bench-{run}-lone")
+                if not args.pods:
+                    continue
                 try:
-                    runs.append(await measure_lone(client, scheduler, args, f"{run}-lone"))
+                    figures = await measure_precreated(client, scheduler, args, run, gang)
+                    measured.append({**figures, "round": round_})
                 finally:
-                    await clean_namespace(client, f"bench-{run}-lone")
-            if not args.pods:
-                continue
-            try:
-                runs.append(await measure_precreated(client, scheduler, args, run, gang))
-            finally:
-                await clean_namespace(client, f"bench-{run}")
-        ceiling = runs[0].get("throughput_pods_per_s", 0.0) if args.ceiling and runs else 0.0
-        for figures in runs:
-            if ceiling and "throughput_pods_per_s" in figures:
-                share = figures["throughput_pods_per_s"] / ceiling
-                figures["fraction_of_ceiling"] = round(share, 3)
-        return {"nodes_ready": nodes_ready, "runs": runs}
+                    await clean_namespace(client, f"bench-{run}")
+            _read_against_ceiling(measured)
+            runs += measured
+        return {"nodes_ready": nodes_ready, "runs": runs, "fractions": _fractions(runs)}
     finally:
         await client.close()
+
+
+def _round_plans(
+    bed: Testbed, args: argparse.Namespace, kubeconfig: Path, round_: int
+) -> list[tuple[Scheduler, int]]:
+    plans: list[tuple[Scheduler, int]] = []
+    if args.ceiling:
+        plans.append((minimal_binder(bed, "minimal-binder"), 1))
+    if args.binder_events:
+        plans.append((minimal_binder(bed, "minimal-binder", events=True), 1))
+    if args.compare_kube_scheduler:
+        for qps in args.kube_scheduler_qps or [0]:
+            plans.append((KubeScheduler(bed, qps), 1))
+    if args.external:
+        argv = shlex.split(args.external)
+        external = CommandScheduler(
+            Path(argv[0]).name, argv, bed, args.scheduler_name, bed.dir / "external.log"
+        )
+        plans += [] if args.gang_only else [(external, 1)]
+        plans += [(external, args.gang)] if args.gang > 1 else []
+    else:
+        profile = bed.dir if args.profile else None
+        for gang in ([] if args.gang_only else [1]) + ([args.gang] if args.gang > 1 else []):
+            log_path = bed.dir / f"asyncsched-r{round_}-gang{gang}.log"
+            plans.append((AsyncSched(kubeconfig, log_path, args.scheduler_name, profile), gang))
+    if args.ceiling and len(plans) > 1:
+        plans.append((minimal_binder(bed, "minimal-binder"), 1))
+    return plans
+
+
+def _read_against_ceiling(measured: list[dict[str, Any]]) -> None:
+    """Each figure of one round as a fraction of the mean of that round's binder runs."""
+    rates = [
+        figures["throughput_pods_per_s"]
+        for figures in measured
+        if figures["scheduler"] == "minimal-binder" and "throughput_pods_per_s" in figures
+    ]
+    if not rates or not all(rates):
+        return
+    ceiling = sum(rates) / len(rates)
+    for figures in measured:
+        if "throughput_pods_per_s" in figures:
+            figures["ceiling_pods_per_s"] = round(ceiling, 1)
+            figures["fraction_of_ceiling"] = round(figures["throughput_pods_per_s"] / ceiling, 3)
+
+
+def _fractions(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per scheduler and shape, its fraction of the ceiling in each round."""
+    found: dict[str, list[float]] = {}
+    for figures in runs:
+        if "fraction_of_ceiling" in figures and figures["scheduler"] != "minimal-binder":
+            qps = f"-qps{figures['kube_api_qps']}" if "kube_api_qps" in figures else ""
+            key = f"{figures['scheduler']}{qps}-g{figures['gang']}"
+            found.setdefault(key, []).append(figures["fraction_of_ceiling"])
+    for key, values in found.items():
+        log(f"{key}: fractions of the ceiling {values}")
+    return found
 
 
 async def run_all(bed: Testbed, args: argparse.Namespace) -> dict[str, Any]:
@@ -1015,6 +1061,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --precreate: first measure benchmarks/minimal_binder.py, which decides nothing",
     )
+    parser.add_argument("--binder-events", action="store_true",
+                        help="with --precreate: also measure the minimal binder posting "
+                             "a Scheduled Event per bind")  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --precreate: repeat the whole plan; with --ceiling the "
+                             "binder runs first and last in each round")  # fmt: skip
     parser.add_argument("--bed", type=Path, help="a bed's directory: reuse it (start it there)")
     parser.add_argument("--lone", type=int, default=0,
                         help="pods created one at a time first (with --precreate: on the idle "

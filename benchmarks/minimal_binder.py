@@ -5,9 +5,11 @@
 Makes no decision: it lists the pending pods of NAME in NS (paged, one field-selected
 list), binds each to the next Ready KWOK node in turn (round-robin over their names),
 ``--concurrency`` binds in flight over one reused connection pool, and lists again until
-none is left pending; then it waits to be stopped. Started by ``e2e_throughput.py
---ceiling`` the same way as the schedulers it measures, so the binds per second it
-reaches is what the API server, etcd and KWOK on this machine can take.
+none is left pending; then it waits to be stopped. ``--events`` also posts the
+``Scheduled`` Event a scheduler writes per bound pod, after the bind and with slots of its
+own: what writing that Event costs the API server, with no decision either. Started by
+``e2e_throughput.py --ceiling`` the same way as the schedulers it measures, so the binds per
+second it reaches is what the API server, etcd and KWOK on this machine can take.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import secrets
 import signal
 import sys
 from pathlib import Path
@@ -64,6 +67,7 @@ async def bind_all(args: argparse.Namespace) -> None:
         )
         turn = itertools.cycle(nodes)
         slots = asyncio.Semaphore(args.concurrency)
+        event_slots = asyncio.Semaphore(args.concurrency)
         path = f"/api/v1/namespaces/{args.namespace}/pods"
         selector = f"spec.nodeName=,spec.schedulerName={args.scheduler_name}"
 
@@ -78,6 +82,25 @@ async def bind_all(args: argparse.Namespace) -> None:
                     await client.post(f"{path}/{pod.metadata.name}/binding", body)
                 except KubeError as exc:
                     print(f"bind {pod.metadata.name}: {exc}", file=sys.stderr)
+                    return
+            if args.events:
+                async with event_slots:
+                    await tell(pod, node)
+
+        async def tell(pod: _Item, node: str) -> None:
+            name = pod.metadata.name
+            event = msgspec.json.encode({
+                "metadata": {"name": f"{name}.{secrets.token_hex(6)}"},
+                "involvedObject": {"kind": "Pod", "namespace": args.namespace, "name": name,
+                                   "uid": pod.metadata.uid, "apiVersion": "v1"},
+                "reason": "Scheduled", "type": "Normal",
+                "message": f"Successfully assigned {args.namespace}/{name} to {node}",
+                "source": {"component": "minimal-binder"}, "count": 1,
+            })  # fmt: skip
+            try:
+                await client.post(f"/api/v1/namespaces/{args.namespace}/events", event)
+            except KubeError as exc:
+                print(f"event {name}: {exc}", file=sys.stderr)
 
         while True:
             pending = await _listed(client, path, {"fieldSelector": selector})
@@ -95,6 +118,7 @@ def main() -> None:
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--scheduler-name", required=True)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--events", action="store_true", help="a Scheduled Event per bind")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     asyncio.run(bind_all(args))

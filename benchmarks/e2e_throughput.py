@@ -540,7 +540,11 @@ class AsyncSched(Scheduler):
     def stop(self) -> None:
         self.stop_profile()
         if self.proc.alive():
-            self.proc.terminate(30)
+            try:
+                self.proc.terminate(60)
+            except subprocess.TimeoutExpired:
+                log("asyncsched still running 60 s after SIGTERM: killed")
+                self.proc.kill()
 
     @property
     def pid(self) -> int | None:
@@ -880,7 +884,10 @@ async def measure_precreated(
             result["scheduler_metrics"] = scheduler.metrics()
         log(f"{scheduler.name} precreated: {json.dumps(result)}")
     finally:
+        stopping = time.time()
         await asyncio.to_thread(scheduler.stop)
+        result["seconds_to_stop"] = round(time.time() - stopping, 1)
+        log(f"{scheduler.name} stopped in {result['seconds_to_stop']} s")
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, KubeError):
             await watcher

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.backends.kube.client import connect
-from asyncsched.backends.kube.status import StatusWriter
+from asyncsched.backends.kube.status import MAX_QUEUED_EVENTS, StatusWriter
 from asyncsched.framework.results import PodGroupUpdate
 from tests.e2e.conftest import Kube
 from tests.e2e.scheduler_proc import create, request
@@ -37,3 +39,30 @@ async def test_statuses_decided_while_a_write_waits_are_sent_once_as_the_newest(
     status = (await request(kube.api, "GET", path))["status"]
     assert (status["phase"], status["running"]) == ("Running", 3)
     assert (writer.writes, writer.errors) == (1, 0)
+
+
+async def test_events_past_a_full_queue_are_dropped_and_a_stop_waits_only_its_grace(
+    kube: Kube,
+) -> None:
+    namespace = kube.namespace
+    client = await connect(str(kube.bed.kubeconfig))
+    dropped: list[int] = []
+    try:
+        writer = StatusWriter(
+            client, "test", concurrency=1, on_event_dropped=lambda: dropped.append(1)
+        )
+        for i in range(MAX_QUEUED_EVENTS + 200):  # one burst: none is sent before the last
+            writer.event("Pod", namespace, f"p{i}", "", "Scheduled", f"pod {i}")
+        assert writer.events_dropped == len(dropped) == 200
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await writer.drain(grace=1.0)
+        waited = loop.time() - began
+    finally:
+        await client.close()
+
+    assert waited < 3.0, f"a 1 s grace took {waited:.1f} s"
+    events = (await request(kube.api, "GET", f"/api/v1/namespaces/{namespace}/events"))["items"]
+    sent = [e for e in events if e["reason"] == "Scheduled"]
+    assert 0 < len(sent) < MAX_QUEUED_EVENTS, "some sent within the grace, the rest given up"
+    assert len(sent) == writer.writes

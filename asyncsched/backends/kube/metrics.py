@@ -56,6 +56,11 @@ class Metrics:
         self.plugin_failures = Counter(
             "asyncsched_plugin_failures", "Plugin callbacks that raised", ["plugin"], registry=r
         )
+        self.events_dropped = Counter(
+            "asyncsched_events_dropped",
+            "Events not sent because 1,000 were already waiting (as client-go drops them)",
+            registry=r,
+        )
         self.config_reloads = Counter(
             "asyncsched_config_reloads", "Configurations taken into use", registry=r
         )

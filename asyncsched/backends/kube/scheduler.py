@@ -47,6 +47,10 @@ __all__ = ["KubeScheduler", "SchedulerOptions"]
 
 log = logging.getLogger(__name__)
 
+SHUTDOWN_GRACE = 5.0
+"""Seconds a stopping scheduler keeps sending statuses and Events once its binds and
+evictions are done, so it is gone well within a Pod's default 30 s grace period."""
+
 PODS = ResourceKind("Pod", "/api/v1/pods", Pod)
 NODES = ResourceKind("Node", "/api/v1/nodes", Node)
 PODGROUPS = ResourceKind("PodGroup", "/apis/scheduling.volcano.sh/v1beta1/podgroups", PodGroup)
@@ -121,7 +125,9 @@ class KubeScheduler(Effects):
             on_done=self._bind_done,
         )
         self.evictor = Evictor(client, may_evict=self.is_leader, on_done=self._eviction_done)
-        self.status = StatusWriter(client, options.identity)
+        self.status = StatusWriter(
+            client, options.identity, on_event_dropped=self.metrics.events_dropped.inc
+        )
         self._reported_bad: set[tuple[str, str, str, str]] = set()
         self._preemptors: dict[str, str] = {}
         self._bind_sent: dict[str, float] = {}
@@ -336,7 +342,7 @@ class KubeScheduler(Effects):
             await asyncio.gather(*background, return_exceptions=True)
             await self.binder.drain()
             await self.evictor.drain()
-            await self.status.drain()
+            await self.status.drain(grace=SHUTDOWN_GRACE)
             if self.elector is not None:
                 await self.elector.release()
             if runner is not None:

@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import msgspec
 
@@ -43,17 +42,32 @@ def _comparable(status: PodGroupStatus) -> tuple[object, ...]:
     )
 
 
+MAX_QUEUED_EVENTS = 1000
+"""Events waiting to be sent beyond which new ones are dropped, as client-go's event
+broadcaster (which kube-scheduler and Volcano use) drops past its queue of 1,000: a burst
+of binds must not pile up an unbounded backlog of Events behind it."""
+
+
 class StatusWriter:
     """Sends status patches and Events in the background, at most ``concurrency`` of each
     at once: Events (one per bind) have slots of their own, so a burst of them never
     holds back a PodGroup's or a pod's status."""
 
-    def __init__(self, client: KubeClient, identity: str, concurrency: int = 8) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        identity: str,
+        concurrency: int = 8,
+        on_event_dropped: Callable[[], None] | None = None,
+    ) -> None:
         self.client = client
         self.identity = identity
         self._slots = asyncio.Semaphore(concurrency)
         self._event_slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._event_tasks: set[asyncio.Task[None]] = set()
+        self._on_event_dropped = on_event_dropped
+        self.events_dropped = 0
         self._reasons: dict[str, str] = {}
         self._podgroup_status_subresource: bool | None = None
         self._podgroups_waiting: dict[str, bytes] = {}
@@ -61,24 +75,47 @@ class StatusWriter:
         self.writes = 0
         self.errors = 0
 
-    def _spawn(self, coro: Coroutine[Any, Any, bytes], event: bool = False) -> None:
+    def _spawn(self, write: Callable[[], Awaitable[bytes]], event: bool = False) -> None:
+        """Run ``write`` when a slot is free; the request is made only then, so a write
+        given up at shutdown before its turn leaves nothing half-begun."""
         slots = self._event_slots if event else self._slots
-        task: asyncio.Task[None] = asyncio.create_task(self._guard(coro, slots))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task: asyncio.Task[None] = asyncio.create_task(self._guard(write, slots))
+        tasks = self._event_tasks if event else self._tasks
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
-    async def _guard(self, coro: Coroutine[Any, Any, bytes], slots: asyncio.Semaphore) -> None:
+    async def _guard(self, write: Callable[[], Awaitable[bytes]], slots: asyncio.Semaphore) -> None:
         async with slots:
             try:
-                await coro
+                await write()
                 self.writes += 1
             except KubeError as exc:
                 self.errors += 1
                 log.warning("status write failed: %s", exc)
 
-    async def drain(self) -> None:
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+    async def drain(self, grace: float | None = None) -> None:
+        """Wait for every write; with ``grace``, give up after that many seconds.
+
+        A scheduler that is shutting down must be gone within the Pod's grace period; what
+        it gives up is rewritten by the next leader (statuses are compared with the cluster)
+        or, for Events, lost, as a full event queue loses them."""
+        loop = asyncio.get_running_loop()
+        deadline = None if grace is None else loop.time() + grace
+        while self._tasks or self._event_tasks:
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                break
+            await asyncio.wait([*self._tasks, *self._event_tasks], timeout=left)
+        if self._tasks or self._event_tasks:
+            log.warning(
+                "shutting down: %d status writes and %d Events left unsent after %g s",
+                len(self._tasks),
+                len(self._event_tasks),
+                grace,
+            )
+            for task in [*self._tasks, *self._event_tasks]:
+                task.cancel()
+            await asyncio.gather(*self._tasks, *self._event_tasks, return_exceptions=True)
 
     # -- PodGroups -------------------------------------------------------------
 
@@ -112,7 +149,7 @@ class StatusWriter:
         waiting = path in self._podgroups_waiting
         self._podgroups_waiting[path] = body
         if not waiting:  # else the write already queued sends this newer body
-            self._spawn(self._send_podgroup(path))
+            self._spawn(lambda: self._send_podgroup(path))
         self._notice_events(update, current, uid)
         return status
 
@@ -167,7 +204,7 @@ class StatusWriter:
         )
         body = msgspec.json.encode({"status": {"conditions": [condition]}})
         path = f"/api/v1/namespaces/{note.namespace}/pods/{note.name}/status"
-        self._spawn(self.client.patch(path, body, STRATEGIC_MERGE_PATCH))
+        self._spawn(lambda: self.client.patch(path, body, STRATEGIC_MERGE_PATCH))
         self.event(
             "Pod", note.namespace, note.name, pod_uid, "FailedScheduling", note.message, "Warning"
         )
@@ -178,7 +215,7 @@ class StatusWriter:
             return False
         body = msgspec.json.encode({"status": {"nominatedNodeName": nomination.node}})
         path = f"/api/v1/namespaces/{nomination.namespace}/pods/{nomination.name}/status"
-        self._spawn(self.client.patch(path, body, STRATEGIC_MERGE_PATCH))
+        self._spawn(lambda: self.client.patch(path, body, STRATEGIC_MERGE_PATCH))
         return True
 
     def forget(self, key: str) -> None:
@@ -195,7 +232,13 @@ class StatusWriter:
         type_: str = "Normal",
         api_version: str = "v1",
     ) -> None:
-        """Create a core/v1 Event about an object (cluster-scoped ones go to ``default``)."""
+        """Create a core/v1 Event about an object (cluster-scoped ones go to ``default``);
+        dropped when ``MAX_QUEUED_EVENTS`` are already waiting."""
+        if len(self._event_tasks) >= MAX_QUEUED_EVENTS:
+            self.events_dropped += 1
+            if self._on_event_dropped is not None:
+                self._on_event_dropped()
+            return
         where = namespace or "default"
         stamp = now_rfc3339()
         event = {
@@ -217,7 +260,8 @@ class StatusWriter:
             "lastTimestamp": stamp,
             "count": 1,
         }
+        body = msgspec.json.encode(event)
         self._spawn(
-            self.client.post(f"/api/v1/namespaces/{where}/events", msgspec.json.encode(event)),
+            lambda: self.client.post(f"/api/v1/namespaces/{where}/events", body),
             event=True,
         )

@@ -9,6 +9,8 @@ asyncsched/model/kernels.py. Integer divisions keep Python's floor semantics
 from libc.math cimport sqrt
 from libc.stdint cimport int64_t, uint8_t
 
+import numpy as np
+
 cdef int64_t MAX_NODE_SCORE = 100
 
 
@@ -29,6 +31,20 @@ def fit_rows(
     uint8_t[::1] out_future,
     bint future,
 ):
+    _fit_rows(idle, releasing, pipelined, request, columns, rows, out_now, out_future, future)
+
+
+cdef void _fit_rows(
+    const int64_t[:, ::1] idle,
+    const int64_t[:, ::1] releasing,
+    const int64_t[:, ::1] pipelined,
+    const int64_t[::1] request,
+    const Py_ssize_t[::1] columns,
+    object rows,
+    uint8_t[::1] out_now,
+    uint8_t[::1] out_future,
+    bint future,
+) except *:
     cdef const Py_ssize_t[::1] picked
     cdef Py_ssize_t n, k, i, r, c
     cdef Py_ssize_t ncol = columns.shape[0]
@@ -69,6 +85,26 @@ def resource_scores(
     int64_t w_bal,
     int64_t[::1] out,
 ):
+    _resource_scores(
+        allocatable, idle, rows, False, lm_cols, lm_req, w_least, w_most, bal_cols, bal_req,
+        w_bal, out,
+    )
+
+
+cdef void _resource_scores(
+    const int64_t[:, ::1] allocatable,
+    const int64_t[:, ::1] idle,
+    const Py_ssize_t[::1] rows,
+    bint all_rows,
+    const Py_ssize_t[::1] lm_cols,
+    const int64_t[::1] lm_req,
+    int64_t w_least,
+    int64_t w_most,
+    const Py_ssize_t[::1] bal_cols,
+    const int64_t[::1] bal_req,
+    int64_t w_bal,
+    int64_t[::1] out,
+) except *:
     cdef Py_ssize_t i, k, r, c
     cdef Py_ssize_t nlm = lm_cols.shape[0]
     cdef Py_ssize_t nbal = bal_cols.shape[0]
@@ -77,10 +113,11 @@ def resource_scores(
     cdef double fractions[8]
     cdef bint lm = (w_least != 0 or w_most != 0) and nlm > 0
     cdef bint bal = w_bal != 0 and nbal > 0
+    cdef Py_ssize_t count_rows = out.shape[0] if all_rows else rows.shape[0]
     if nbal > 8:
         raise ValueError("balanced allocation takes at most 8 resources")
-    for i in range(rows.shape[0]):
-        r = rows[i]
+    for i in range(count_rows):
+        r = i if all_rows else rows[i]
         total = 0
         if lm:
             count = 0
@@ -222,19 +259,33 @@ def tree_refresh(
     fits_idle,
     rows,
 ):
+    cdef const uint8_t[::1] free = fits if unblocked is None else unblocked
+    cdef const uint8_t[::1] idle = fits if fits_idle is None else fits_idle
+    cdef const Py_ssize_t[::1] picked = _NONE if rows is None else rows
+    _tree_refresh(
+        tree, scores, fits, free, unblocked is not None, idle, fits_idle is not None,
+        picked, rows is None,
+    )
+
+
+cdef Py_ssize_t[::1] _NONE = np.zeros(0, dtype=np.intp)
+
+
+cdef void _tree_refresh(
+    Py_ssize_t[::1] tree,
+    const double[::1] scores,
+    const uint8_t[::1] fits,
+    const uint8_t[::1] free,
+    bint check_free,
+    const uint8_t[::1] idle,
+    bint check_idle,
+    const Py_ssize_t[::1] picked,
+    bint all_rows,
+) noexcept:
     cdef Py_ssize_t size = tree.shape[0] // 2
     cdef Py_ssize_t n = scores.shape[0]
-    cdef const uint8_t[::1] free
-    cdef const uint8_t[::1] idle
-    cdef const Py_ssize_t[::1] picked
-    cdef bint check_free = unblocked is not None
-    cdef bint check_idle = fits_idle is not None
     cdef Py_ssize_t i, k, r, p, leaf, count
-    if check_free:
-        free = unblocked
-    if check_idle:
-        idle = fits_idle
-    if rows is None:
+    if all_rows:
         count = 0
         for i in range(size):
             leaf = -1
@@ -246,7 +297,6 @@ def tree_refresh(
             tree[p] = _better(scores, tree[2 * p], tree[2 * p + 1])
         tree[0] = count
         return
-    picked = rows
     for k in range(picked.shape[0]):
         r = picked[k]
         leaf = -1
@@ -261,3 +311,232 @@ def tree_refresh(
         while p >= 1:
             tree[p] = _better(scores, tree[2 * p], tree[2 * p + 1])
             p >>= 1
+
+
+def trees_refresh(
+    Py_ssize_t[::1] tree,
+    Py_ssize_t[::1] tree_idle,
+    const double[::1] scores,
+    const uint8_t[::1] fits,
+    unblocked,
+    const uint8_t[::1] fits_idle,
+    rows,
+):
+    cdef const uint8_t[::1] free = fits if unblocked is None else unblocked
+    cdef const Py_ssize_t[::1] picked = _NONE if rows is None else rows
+    if rows is None or picked.shape[0]:
+        _tree_refresh(tree, scores, fits, free, unblocked is not None, fits, False, picked, rows is None)
+        _tree_refresh(
+            tree_idle, scores, fits, free, unblocked is not None, fits_idle, True, picked,
+            rows is None,
+        )
+    return tree_idle[1], tree_idle[0], tree[1], tree[0]
+
+
+def any_open(const uint8_t[::1] fits, unblocked):
+    cdef const uint8_t[::1] free
+    cdef Py_ssize_t i, n = fits.shape[0]
+    if unblocked is None:
+        for i in range(n):
+            if fits[i]:
+                return True
+        return False
+    free = unblocked
+    for i in range(n):
+        if fits[i] and free[i]:
+            return True
+    return False
+
+
+def offset_rows(double[::1] out, const int64_t[::1] values, rows, int64_t offset):
+    cdef const Py_ssize_t[::1] picked
+    cdef Py_ssize_t i, r
+    if rows is None:
+        for i in range(out.shape[0]):
+            out[i] = <double>(values[i] + offset)
+        return
+    picked = rows
+    for i in range(picked.shape[0]):
+        r = picked[i]
+        out[r] = <double>(values[r] + offset)
+
+
+def merge_amounts(dict base, dict other, bint negate):
+    cdef dict merged = base.copy()
+    cdef bint zero = False
+    cdef object name, value, old, new
+    for name, value in other.items():
+        old = merged.get(name, 0)
+        new = old - value if negate else old + value
+        merged[name] = new
+        if not new:
+            zero = True
+    if zero:
+        return {name: value for name, value in merged.items() if value}
+    return merged
+
+
+cdef class FitRows:
+    """``fit_rows`` bound to one request's arrays (a class's fit masks): ``refresh(rows)``
+    recomputes both masks on the given rows (None: all)."""
+
+    cdef const int64_t[:, ::1] idle
+    cdef const int64_t[:, ::1] releasing
+    cdef const int64_t[:, ::1] pipelined
+    cdef const int64_t[::1] request
+    cdef const Py_ssize_t[::1] columns
+    cdef uint8_t[::1] out_now
+    cdef uint8_t[::1] out_future
+
+    def __init__(
+        self,
+        const int64_t[:, ::1] idle,
+        const int64_t[:, ::1] releasing,
+        const int64_t[:, ::1] pipelined,
+        const int64_t[::1] request,
+        const Py_ssize_t[::1] columns,
+        uint8_t[::1] out_now,
+        uint8_t[::1] out_future,
+    ):
+        self.idle = idle
+        self.releasing = releasing
+        self.pipelined = pipelined
+        self.request = request
+        self.columns = columns
+        self.out_now = out_now
+        self.out_future = out_future
+
+    def refresh(self, rows):
+        _fit_rows(
+            self.idle, self.releasing, self.pipelined, self.request, self.columns, rows,
+            self.out_now, self.out_future, True,
+        )
+
+
+cdef class ScoreRows:
+    """``resource_scores`` bound to one request's parameters and output:
+    ``refresh(rows)`` rescores the given rows (None: all rows of the output)."""
+
+    cdef const int64_t[:, ::1] allocatable
+    cdef const int64_t[:, ::1] idle
+    cdef const Py_ssize_t[::1] lm_cols
+    cdef const int64_t[::1] lm_req
+    cdef int64_t w_least, w_most, w_bal
+    cdef const Py_ssize_t[::1] bal_cols
+    cdef const int64_t[::1] bal_req
+    cdef int64_t[::1] out
+
+    def __init__(
+        self,
+        const int64_t[:, ::1] allocatable,
+        const int64_t[:, ::1] idle,
+        const Py_ssize_t[::1] lm_cols,
+        const int64_t[::1] lm_req,
+        int64_t w_least,
+        int64_t w_most,
+        const Py_ssize_t[::1] bal_cols,
+        const int64_t[::1] bal_req,
+        int64_t w_bal,
+        int64_t[::1] out,
+    ):
+        if bal_cols.shape[0] > 8:
+            raise ValueError("balanced allocation takes at most 8 resources")
+        self.allocatable = allocatable
+        self.idle = idle
+        self.lm_cols = lm_cols
+        self.lm_req = lm_req
+        self.w_least = w_least
+        self.w_most = w_most
+        self.bal_cols = bal_cols
+        self.bal_req = bal_req
+        self.w_bal = w_bal
+        self.out = out
+
+    def refresh(self, rows):
+        cdef const Py_ssize_t[::1] picked
+        if rows is None:
+            picked = self.lm_cols  # unread: every row of out is scored
+            _resource_scores(
+                self.allocatable, self.idle, picked, True, self.lm_cols, self.lm_req,
+                self.w_least, self.w_most, self.bal_cols, self.bal_req, self.w_bal, self.out,
+            )
+            return
+        picked = rows
+        _resource_scores(
+            self.allocatable, self.idle, picked, False, self.lm_cols, self.lm_req,
+            self.w_least, self.w_most, self.bal_cols, self.bal_req, self.w_bal, self.out,
+        )
+
+
+cdef class TreePair:
+    """``trees_refresh`` bound to one class's two trees and their inputs:
+    ``refresh(rows)`` updates both on the given rows (None: rebuilds; empty: reads only)
+    and returns (best open-and-idle node, how many, best open node, how many)."""
+
+    cdef Py_ssize_t[::1] tree
+    cdef Py_ssize_t[::1] tree_idle
+    cdef const double[::1] scores
+    cdef const uint8_t[::1] fits
+    cdef const uint8_t[::1] free
+    cdef bint check_free
+    cdef const uint8_t[::1] fits_idle
+
+    def __init__(
+        self,
+        Py_ssize_t[::1] tree,
+        Py_ssize_t[::1] tree_idle,
+        const double[::1] scores,
+        const uint8_t[::1] fits,
+        unblocked,
+        const uint8_t[::1] fits_idle,
+    ):
+        self.tree = tree
+        self.tree_idle = tree_idle
+        self.scores = scores
+        self.fits = fits
+        self.check_free = unblocked is not None
+        self.free = unblocked if unblocked is not None else fits
+        self.fits_idle = fits_idle
+
+    def refresh(self, rows):
+        cdef const Py_ssize_t[::1] picked = _NONE if rows is None else rows
+        if rows is None or picked.shape[0]:
+            _tree_refresh(
+                self.tree, self.scores, self.fits, self.free, self.check_free, self.fits,
+                False, picked, rows is None,
+            )
+            _tree_refresh(
+                self.tree_idle, self.scores, self.fits, self.free, self.check_free,
+                self.fits_idle, True, picked, rows is None,
+            )
+        return self.tree_idle[1], self.tree_idle[0], self.tree[1], self.tree[0]
+
+
+def unique_rows(list log, Py_ssize_t start, Py_ssize_t n):
+    cdef Py_ssize_t end = len(log)
+    cdef Py_ssize_t i, j, k, r, m = 0
+    cdef Py_ssize_t[::1] found
+    if end - start > 32:  # a long backlog: sort it as the twin does
+        picked = np.unique(np.asarray(log[start:], dtype=np.intp))
+        picked = picked[picked < n]
+    else:
+        picked = np.empty(max(end - start, 0), dtype=np.intp)
+        found = picked
+        for i in range(start, end):
+            r = log[i]
+            if r >= n:
+                continue
+            j = m
+            while j > 0 and found[j - 1] > r:
+                j -= 1
+            if j > 0 and found[j - 1] == r:
+                continue
+            k = m
+            while k > j:
+                found[k] = found[k - 1]
+                k -= 1
+            found[j] = r
+            m += 1
+        picked = picked[:m]
+    picked.setflags(write=False)
+    return picked

@@ -23,7 +23,7 @@ input always gives the same placement.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -163,7 +163,8 @@ def find_node(
                 ssn.all_node_scores(task)  # scores nothing is chosen by (as before shortcuts)
             ssn.fit_failures.record(task.uid, known.errors)  # the class found none; nothing moved
             return None
-        if ssn.shortcuts and not (fits.any() if unblocked is None else (fits & unblocked).any()):
+        fits_bytes = fit.future_bytes if pipeline else fit.now_bytes
+        if ssn.shortcuts and not kernels.any_open(fits_bytes, block.unblocked_bytes):
             total = None  # no node is open: nothing to score, the failure is worked out below
         else:
             total = ssn.all_node_scores(task)
@@ -267,9 +268,18 @@ class _Blocked:
 class _FitClass:
     """fit masks of one request over every node, refreshed only on the rows that changed."""
 
-    __slots__ = ("columns", "future", "future_bytes", "now", "now_bytes", "request", "version")
+    __slots__ = (
+        "columns",
+        "future",
+        "future_bytes",
+        "now",
+        "now_bytes",
+        "refresh",
+        "request",
+        "version",
+    )
 
-    def __init__(self, n: int, request: Vector, columns: list[int]) -> None:
+    def __init__(self, table: NodeTable, n: int, request: Vector, columns: list[int]) -> None:
         self.request = request  # held, so its id stays unique while cached
         self.columns: IntArray = np.asarray(columns, dtype=np.intp)
         self.now: BoolArray = np.zeros(n, dtype=np.bool_)
@@ -277,6 +287,17 @@ class _FitClass:
         self.now_bytes = self.now.view(np.uint8)
         self.future_bytes = self.future.view(np.uint8)
         self.version = -1
+        self.refresh = kernels.FitRows(
+            table.idle[:n],
+            table.releasing[:n],
+            table.pipelined[:n],
+            request,
+            self.columns,
+            self.now_bytes,
+            self.future_bytes,
+        ).refresh
+        """Recomputes both masks on the given rows (None: all): the kernel bound to the
+        table's arrays, which stay the same while the table's epoch does."""
 
 
 class _Best:
@@ -290,19 +311,27 @@ class _Best:
 
     def __init__(self, n: int, fit: _FitClass, block: _Blocked) -> None:
         self.size = 1 << max(0, (n - 1).bit_length())
-        self._trees: tuple[IntArray, IntArray] | None = None
+        self._trees: Callable[[IntArray | None], tuple[int, int, int, int]] | None = None
         self.fit = fit  # held, so the ids in the key stay unique
         self.block = block
         self.scores: FloatArray | None = None
         self.version = -1
 
-    def trees(self) -> tuple[IntArray, IntArray]:
-        """(all open nodes, those where the class fits idle now)."""
+    def trees(self, pipeline: bool) -> Callable[[IntArray | None], tuple[int, int, int, int]]:
+        """The trees' refresh for the current scores (all open nodes, and those where the
+        class fits idle now; ``kernels.TreePair``), made at the first call after the
+        scores array changed."""
         if self._trees is None:
-            self._trees = (
+            fit, scores = self.fit, self.scores
+            assert scores is not None
+            self._trees = kernels.TreePair(
                 np.full(2 * self.size, -1, dtype=np.intp),
                 np.full(2 * self.size, -1, dtype=np.intp),
-            )
+                scores,
+                fit.future_bytes if pipeline else fit.now_bytes,
+                self.block.unblocked_bytes,
+                fit.now_bytes,
+            ).refresh
         return self._trees
 
 
@@ -365,18 +394,14 @@ class _ClassCache:
                 self.trees.clear()
             entry = self.trees[key] = _Best(n, fit, block)
         if entry.scores is not total:
-            entry.scores, entry.version = total, -1
+            entry.scores, entry.version, entry._trees = total, -1, None
             return kernels.best_open(total, fits, block.unblocked_bytes, fit.now_bytes)
         version = table.version
+        rows: IntArray | None = _NO_ROWS  # in step: only read the trees
         if entry.version != version:
             rows = table.refresh_rows(entry.version, n)
-            free = block.unblocked_bytes
-            tree, now = entry.trees()
-            kernels.tree_refresh(tree, total, fits, free, None, rows)
-            kernels.tree_refresh(now, total, fits, free, fit.now_bytes, rows)
             entry.version = version
-        tree, now = entry.trees()
-        return int(now[1]), int(now[0]), int(tree[1]), int(tree[0])
+        return entry.trees(pipeline)(rows)
 
     def columns(self, request: Vector) -> list[int]:
         """The columns a request vector asks for (cached per vector; the table's are shared)."""
@@ -403,24 +428,16 @@ class _ClassCache:
         key = (id(request), len(columns))
         entry = self.fit.get(key)
         if entry is None or entry.request is not request:
-            entry = self.fit[key] = _FitClass(n, request, columns)
+            entry = self.fit[key] = _FitClass(table, n, request, columns)
         version = table.version
         if entry.version != version:
-            rows = table.refresh_rows(entry.version, n)
-            kernels.fit_rows(
-                table.idle[:n],
-                table.releasing[:n],
-                table.pipelined[:n],
-                request,
-                entry.columns,
-                rows,
-                entry.now_bytes,
-                entry.future_bytes,
-                True,
-            )
+            entry.refresh(table.refresh_rows(entry.version, n))
             entry.version = version
         return entry
 
+
+_NO_ROWS: IntArray = np.zeros(0, dtype=np.intp)
+_NO_ROWS.setflags(write=False)
 
 _CLASSES: Slot[_ClassCache] = Slot(
     __name__, _ClassCache, "What tasks of one equivalence class share, for the session."

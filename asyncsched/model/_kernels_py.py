@@ -16,12 +16,20 @@ import numpy.typing as npt
 
 __all__ = [
     "MAX_NODE_SCORE",
+    "FitRows",
+    "ScoreRows",
+    "TreePair",
+    "any_open",
     "best_open",
     "binpack_rows",
     "book",
     "fit_rows",
+    "merge_amounts",
+    "offset_rows",
     "resource_scores",
     "tree_refresh",
+    "trees_refresh",
+    "unique_rows",
 ]
 
 MAX_NODE_SCORE = 100
@@ -233,6 +241,156 @@ def tree_refresh(
         while p >= 1:
             tree[p] = _better(scores, int(tree[2 * p]), int(tree[2 * p + 1]))
             p >>= 1
+
+
+def trees_refresh(
+    tree: Rows,
+    tree_idle: Rows,
+    scores: Floats,
+    fits: Bytes,
+    unblocked: Bytes | None,
+    fits_idle: Bytes,
+    rows: Rows | None,
+) -> tuple[int, int, int, int]:
+    """``tree_refresh`` of a class's two trees (its open nodes, and those of them where
+    it fits idle now) on the same rows, then ``best_open``'s answer read from them:
+    (best open-and-idle node, how many, best open node, how many). Empty ``rows``
+    only reads."""
+    if rows is None or len(rows):
+        tree_refresh(tree, scores, fits, unblocked, None, rows)
+        tree_refresh(tree_idle, scores, fits, unblocked, fits_idle, rows)
+    return int(tree_idle[1]), int(tree_idle[0]), int(tree[1]), int(tree[0])
+
+
+def any_open(fits: Bytes, unblocked: Bytes | None) -> bool:
+    """Is any node open: ``fits``, and ``unblocked`` when given?"""
+    if unblocked is None:
+        return bool(fits.any())
+    return bool((fits.view(np.bool_) & unblocked.view(np.bool_)).any())
+
+
+def offset_rows(out: Floats, values: Ints, rows: Rows | None, offset: int) -> None:
+    """``out[rows] = values[rows] + offset`` (every row when ``rows`` is None)."""
+    if rows is None:
+        out[:] = values + offset
+    else:
+        out[rows] = values[rows] + offset
+
+
+def merge_amounts(base: dict[str, int], other: dict[str, int], negate: bool) -> dict[str, int]:
+    """A new dict: ``base`` plus (minus, when ``negate``) ``other``, name by name, zeros
+    dropped; names keep ``base``'s order, then ``other``'s new ones."""
+    merged = base.copy()
+    get = merged.get
+    zero = False
+    for name, value in other.items():
+        new = get(name, 0) - value if negate else get(name, 0) + value
+        merged[name] = new
+        if not new:
+            zero = True
+    if zero:
+        return {name: value for name, value in merged.items() if value}
+    return merged
+
+
+class FitRows:
+    """``fit_rows`` bound to one request's arrays (a class's fit masks, now and future):
+    ``refresh(rows)`` recomputes both masks on the given rows (None: all). Bound once,
+    so a refresh of a row or two passes one argument instead of nine."""
+
+    __slots__ = ("columns", "idle", "out_future", "out_now", "pipelined", "releasing", "request")
+
+    def __init__(
+        self,
+        idle: Ints,
+        releasing: Ints,
+        pipelined: Ints,
+        request: Ints,
+        columns: Rows,
+        out_now: Bytes,
+        out_future: Bytes,
+    ) -> None:
+        self.idle, self.releasing, self.pipelined = idle, releasing, pipelined
+        self.request, self.columns = request, columns
+        self.out_now, self.out_future = out_now, out_future
+
+    def refresh(self, rows: Rows | None) -> None:
+        fit_rows(
+            self.idle,
+            self.releasing,
+            self.pipelined,
+            self.request,
+            self.columns,
+            rows,
+            self.out_now,
+            self.out_future,
+            True,
+        )
+
+
+class ScoreRows:
+    """``resource_scores`` bound to one request's parameters and output array:
+    ``refresh(rows)`` rescores the given rows (None: every row of ``out``)."""
+
+    __slots__ = ("allocatable", "idle", "out", "parameters")
+
+    def __init__(
+        self,
+        allocatable: Ints,
+        idle: Ints,
+        lm_cols: Rows,
+        lm_req: Ints,
+        w_least: int,
+        w_most: int,
+        bal_cols: Rows,
+        bal_req: Ints,
+        w_bal: int,
+        out: Ints,
+    ) -> None:
+        if len(bal_cols) > 8:
+            raise ValueError("balanced allocation takes at most 8 resources")
+        self.allocatable, self.idle, self.out = allocatable, idle, out
+        self.parameters = (lm_cols, lm_req, w_least, w_most, bal_cols, bal_req, w_bal)
+
+    def refresh(self, rows: Rows | None) -> None:
+        picked = np.arange(len(self.out), dtype=np.intp) if rows is None else rows
+        resource_scores(self.allocatable, self.idle, picked, *self.parameters, self.out)
+
+
+class TreePair:
+    """``trees_refresh`` bound to one class's two trees and their inputs:
+    ``refresh(rows)`` updates both on the given rows (None: rebuilds them; empty: only
+    reads) and returns (best open-and-idle node, how many, best open node, how many)."""
+
+    __slots__ = ("fits", "fits_idle", "scores", "tree", "tree_idle", "unblocked")
+
+    def __init__(
+        self,
+        tree: Rows,
+        tree_idle: Rows,
+        scores: Floats,
+        fits: Bytes,
+        unblocked: Bytes | None,
+        fits_idle: Bytes,
+    ) -> None:
+        self.tree, self.tree_idle, self.scores = tree, tree_idle, scores
+        self.fits, self.unblocked, self.fits_idle = fits, unblocked, fits_idle
+
+    def refresh(self, rows: Rows | None) -> tuple[int, int, int, int]:
+        return trees_refresh(
+            self.tree, self.tree_idle, self.scores, self.fits, self.unblocked, self.fits_idle, rows
+        )
+
+
+def unique_rows(log: list[int], start: int, n: int) -> Rows:
+    """The distinct rows below ``n`` of ``log[start:]`` (a change log), sorted, read-only."""
+    unique = set(log[start:])
+    picked: Rows = np.array(
+        sorted(r for r in unique if r < n) if len(unique) > 1 else [r for r in unique if r < n],
+        dtype=np.intp,
+    )
+    picked.setflags(write=False)
+    return picked
 
 
 def _better(scores: Floats, a: int, b: int) -> int:

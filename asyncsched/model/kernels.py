@@ -21,15 +21,24 @@ from typing import Any
 from asyncsched.model import _kernels_py as _pure
 
 __all__ = [
+    "KERNELS",
     "NATIVE",
     "PURE_ENV",
+    "FitRows",
+    "ScoreRows",
+    "TreePair",
+    "any_open",
     "best_open",
     "binpack_rows",
     "book",
     "describe",
     "fit_rows",
+    "merge_amounts",
+    "offset_rows",
     "resource_scores",
     "tree_refresh",
+    "trees_refresh",
+    "unique_rows",
     "use_native",
 ]
 
@@ -38,12 +47,38 @@ log = logging.getLogger(__name__)
 PURE_ENV = "ASYNCSCHED_PURE"
 """Set to 1 to use the NumPy twins even when the compiled kernels are installed."""
 
+KERNELS = (
+    "FitRows",
+    "ScoreRows",
+    "TreePair",
+    "any_open",
+    "best_open",
+    "binpack_rows",
+    "book",
+    "fit_rows",
+    "merge_amounts",
+    "offset_rows",
+    "resource_scores",
+    "tree_refresh",
+    "trees_refresh",
+    "unique_rows",
+)
+"""The kernels' names: each is served by the compiled module or by the twin alike."""
+
+FitRows: Any = _pure.FitRows
+ScoreRows: Any = _pure.ScoreRows
+TreePair: Any = _pure.TreePair
+any_open = _pure.any_open
 best_open = _pure.best_open
 book = _pure.book
 fit_rows = _pure.fit_rows
+merge_amounts = _pure.merge_amounts
+offset_rows = _pure.offset_rows
 resource_scores = _pure.resource_scores
 binpack_rows = _pure.binpack_rows
 tree_refresh = _pure.tree_refresh
+trees_refresh = _pure.trees_refresh
+unique_rows = _pure.unique_rows
 NATIVE = False
 _why = "not built (no Cython or C compiler at install time)"
 
@@ -57,17 +92,14 @@ except ImportError:
 def use_native(native: bool) -> bool:
     """Serve the compiled kernels (True) or the NumPy twins (False) from now on; returns
     whether the compiled ones were in use before. ValueError if they are not built."""
-    global NATIVE, _why, best_open, book, fit_rows, resource_scores, binpack_rows, tree_refresh
+    global NATIVE, _why
     if native and _native is None:
         raise ValueError(f"the compiled kernels are {_why}")
     before = NATIVE
     source: Any = _native if native else _pure
-    best_open = source.best_open
-    book = source.book
-    fit_rows = source.fit_rows
-    resource_scores = source.resource_scores
-    binpack_rows = source.binpack_rows
-    tree_refresh = source.tree_refresh
+    here = globals()
+    for name in KERNELS:
+        here[name] = getattr(source, name)
     NATIVE = native
     if not native and _native is not None:
         _why = "switched off in this process"

@@ -94,18 +94,10 @@ class NodeTable:
         memo = self._refresh_memo
         if memo is not None and memo[0] == version and memo[1] == now and memo[2] == n:
             return memo[3]
-        changed = self.changed_since(version) if version >= 0 else None
-        if changed is None or len(changed) * 8 > n:
-            picked: npt.NDArray[np.intp] | None = None
-        else:
-            unique = set(changed)
-            picked = np.array(
-                sorted(r for r in unique if r < n)
-                if len(unique) > 1
-                else [r for r in unique if r < n],
-                dtype=np.intp,
-            )
-            picked.setflags(write=False)
+        start = version - self._log_base
+        picked: npt.NDArray[np.intp] | None = None
+        if version >= 0 and start >= 0 and (len(self._log) - start) * 8 <= n:
+            picked = kernels.unique_rows(self._log, start, n)
         self._refresh_memo = (version, now, n, picked)
         return picked
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from asyncsched.api.quantity import format_units, to_units
+from asyncsched.model import kernels
 
 __all__ = ["CPU", "MEMORY", "PODS", "Resource"]
 
@@ -61,19 +62,12 @@ class Resource:
     def __add__(self, other: Resource) -> Resource:
         if not other._values:
             return self  # immutable, so sharing is safe
-        if not self._values and all(other._values.values()):
-            return other
-        merged = self._values.copy()
-        get = merged.get
-        for name, value in other._values.items():
-            merged[name] = get(name, 0) + value
-        return _of(merged)
+        if not self._values:
+            return other  # no zeros stored: nothing to drop
+        return _trusted(kernels.merge_amounts(self._values, other._values, False))
 
     def __sub__(self, other: Resource) -> Resource:
-        merged = dict(self._values)
-        for name, value in other._values.items():
-            merged[name] = merged.get(name, 0) - value
-        return _of(merged)
+        return _trusted(kernels.merge_amounts(self._values, other._values, True))
 
     def scale(self, factor: float) -> Resource:
         return Resource({k: int(v * factor) for k, v in self._values.items()})
@@ -126,6 +120,14 @@ def _of(values: dict[str, int]) -> Resource:
     """A Resource of a dict the caller hands over (zeros dropped), without copying it twice."""
     made = Resource.__new__(Resource)
     made._values = values if all(values.values()) else {k: v for k, v in values.items() if v}
+    made._hash = None
+    return made
+
+
+def _trusted(values: dict[str, int]) -> Resource:
+    """A Resource of a dict with no zeros that the caller hands over (a kernel's answer)."""
+    made = Resource.__new__(Resource)
+    made._values = values
     made._hash = None
     return made
 

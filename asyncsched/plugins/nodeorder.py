@@ -126,11 +126,7 @@ class _Scorer:
         if found is None:
             found = entry.totals[offset] = _Total(len(scores))
         if found.version != entry.version:
-            rows = entry.rows_since(found.version)
-            if rows is None:
-                found.scores[:] = scores + offset
-            else:
-                found.scores[rows] = scores[rows] + offset
+            kernels.offset_rows(found.scores, scores, entry.rows_since(found.version), offset)
             found.version = entry.version
         return found.scores
 
@@ -167,14 +163,7 @@ class _Scorer:
         entry = self._resource_class(task)
         version = table.version
         if entry.version != version:
-            rows = table.refresh_rows(entry.version, n)
-            kernels.resource_scores(
-                table.allocatable,
-                table.idle,
-                np.arange(n, dtype=np.intp) if rows is None else rows,
-                *entry.parameters,
-                entry.scores,
-            )
+            entry.refresh(table.refresh_rows(entry.version, n))
             entry.version = version
         return entry
 
@@ -263,7 +252,7 @@ _Parameters = tuple[IntArray, Scores, int, int, IntArray, Scores, int]
 class _ResourceClass:
     """The resource scores of every node for one request, and the table version they match."""
 
-    __slots__ = ("n", "parameters", "scores", "table", "totals", "version")
+    __slots__ = ("n", "parameters", "refresh", "scores", "table", "totals", "version")
 
     def __init__(self, parameters: _Parameters, n: int, table: NodeTable) -> None:
         self.parameters = parameters
@@ -272,6 +261,11 @@ class _ResourceClass:
         self.table = table
         self.n = n
         self.totals: dict[int, _Total] = {}
+        self.refresh = kernels.ScoreRows(
+            table.allocatable, table.idle, *parameters, self.scores
+        ).refresh
+        """Rescores the given rows (None: all): the kernel bound to the table's arrays,
+        which stay the same while its epoch does (the classes start over when it changes)."""
 
     def rows_since(self, version: int) -> IntArray | None:
         return self.table.refresh_rows(version, self.n)

@@ -117,7 +117,7 @@ def test_pure_kernels_decide_as_the_native_ones(seed: int, monkeypatch: pytest.M
     for loaded in _configurations():
         first = _decisions(_cluster(seed), loaded)
         with monkeypatch.context() as patch:
-            for name in ("best_open", "book", "fit_rows", "resource_scores", "binpack_rows"):
+            for name in kernels.KERNELS:
                 patch.setattr(kernels, name, getattr(_kernels_py, name))
             second = _decisions(_cluster(seed), loaded)
         assert first == second

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asyncsched.model import _kernels_py as pure
 from asyncsched.model import kernels
@@ -147,7 +149,8 @@ def test_tree_refresh_follows_changed_rows(seed: int) -> None:
 
 
 def test_use_native_switches_every_kernel_in_process() -> None:
-    names = ("best_open", "book", "fit_rows", "resource_scores", "binpack_rows", "tree_refresh")
+    names = kernels.KERNELS
+    assert set(names) == {n for n in pure.__all__ if n != "MAX_NODE_SCORE"}
     before = kernels.use_native(False)
     try:
         assert not kernels.NATIVE
@@ -164,3 +167,143 @@ def test_use_native_refuses_when_not_built(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(kernels, "_native", None)
     with pytest.raises(ValueError, match="compiled kernels are"):
         kernels.use_native(True)
+
+
+# -- the kernels of the per-pod path (bound refreshes, change-log rows, amounts) --------
+
+_BYTES = st.lists(st.booleans(), min_size=1, max_size=120)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_BYTES, st.data())
+def test_any_open(fits_list: list[bool], data: st.DataObject) -> None:
+    fits = np.array(fits_list, dtype=np.uint8)
+    unblocked = data.draw(
+        st.none() | st.lists(st.booleans(), min_size=len(fits), max_size=len(fits))
+    )
+    free = None if unblocked is None else np.array(unblocked, dtype=np.uint8)
+    expected = bool(np.any(fits.astype(bool) & (True if free is None else free.astype(bool))))
+    assert pure.any_open(fits, free) is expected
+    assert native.any_open(fits, free) is expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=60), st.data())
+def test_offset_rows(values_list: list[int], data: st.DataObject) -> None:
+    values = np.array(values_list, dtype=np.int64)
+    n = len(values)
+    rows = data.draw(st.none() | st.sets(st.integers(0, n - 1)).map(sorted))
+    picked = None if rows is None else np.array(rows, dtype=np.intp)
+    offset = data.draw(st.integers(-1000, 1000))
+    outs = []
+    for impl in (pure, native):
+        out = np.full(n, -0.5)
+        impl.offset_rows(out, values, picked, offset)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+
+
+_NAMES = st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "pods", "x/y"])
+_AMOUNTS = st.dictionaries(_NAMES, st.integers(-(2**70), 2**70).filter(bool), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_AMOUNTS, _AMOUNTS, st.booleans())
+def test_merge_amounts(base: dict[str, int], other: dict[str, int], negate: bool) -> None:
+    found = [impl.merge_amounts(base, other, negate) for impl in (pure, native)]
+    sign = -1 if negate else 1
+    names = list(base) + [n for n in other if n not in base]
+    expected = {n: base.get(n, 0) + sign * other.get(n, 0) for n in names}
+    expected = {n: v for n, v in expected.items() if v}
+    for merged in found:
+        assert list(merged.items()) == list(expected.items())  # same names, same order
+        assert merged is not base
+    assert base == dict(base)  # untouched
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 80), max_size=70), st.data())
+def test_unique_rows(log: list[int], data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(log)))
+    n = data.draw(st.integers(1, 90))
+    expected = sorted({r for r in log[start:] if r < n})
+    for impl in (pure, native):
+        rows = impl.unique_rows(log, start, n)
+        assert rows.dtype == np.intp and not rows.flags.writeable
+        assert rows.tolist() == expected
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bound_refreshes_follow_the_unbound_kernels(seed: int) -> None:
+    """FitRows, ScoreRows and TreePair, bound once and refreshed on changed rows, keep
+    the answers of the unbound kernels run over every row, natively and in NumPy."""
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(1, 120)), 4
+    allocatable, idle = _table(rng, n, d)
+    releasing = rng.integers(0, 5, size=(n, d), dtype=np.int64)
+    pipelined = rng.integers(0, 5, size=(n, d), dtype=np.int64)
+    request = rng.integers(0, 12, size=d, dtype=np.int64)
+    columns = np.flatnonzero(request).astype(np.intp)
+    params = (
+        np.array([0, 1], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1, 0,
+        np.array([1, 2], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1,
+    )  # fmt: skip
+    free = (rng.random(n) < 0.8).astype(np.uint8)
+    size = 1 << max(0, (n - 1).bit_length())
+    state = {}
+    for impl in (pure, native):
+        now, future = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+        scores, total = np.zeros(n, np.int64), np.zeros(n)
+        fit = impl.FitRows(idle, releasing, pipelined, request, columns, now, future)
+        score = impl.ScoreRows(allocatable, idle, *params, scores)
+        fit.refresh(None)
+        score.refresh(None)
+        impl.offset_rows(total, scores, None, 0)
+        trees = impl.TreePair(
+            np.full(2 * size, -1, np.intp), np.full(2 * size, -1, np.intp), total, future, free, now
+        )
+        state[impl] = (fit, score, trees, now, future, scores, total, trees.refresh(None))
+    for _ in range(6):
+        rows = np.unique(rng.integers(0, n, size=int(rng.integers(0, 4)))).astype(np.intp)
+        idle[rows] -= rng.integers(-3, 6, size=(len(rows), d))
+        answers = []
+        for impl, (fit, score, trees, now, future, scores, total, _) in state.items():
+            fit.refresh(rows)
+            score.refresh(rows)
+            impl.offset_rows(total, scores, rows, 0)
+            best = trees.refresh(rows)
+            full_now, full_future = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+            impl.fit_rows(
+                idle, releasing, pipelined, request, columns, None, full_now, full_future, True
+            )
+            full_scores = np.zeros(n, np.int64)
+            impl.resource_scores(allocatable, idle, np.arange(n, dtype=np.intp), *params,
+                                 full_scores)  # fmt: skip
+            assert np.array_equal(now, full_now) and np.array_equal(future, full_future)
+            assert np.array_equal(scores, full_scores)
+            assert best == native.best_open(total, future, free, now)
+            assert trees.refresh(np.zeros(0, np.intp)) == best  # empty rows: read only
+            answers.append((best, now.copy(), future.copy(), scores.copy()))
+        assert answers[0][0] == answers[1][0]
+        assert all(
+            np.array_equal(a, b) for a, b in zip(answers[0][1:], answers[1][1:], strict=True)
+        )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_trees_refresh_is_two_tree_refreshes(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    size = 1 << max(0, (n - 1).bit_length())
+    scores = rng.integers(0, 6, size=n).astype(np.float64)
+    fits = (rng.random(n) < 0.6).astype(np.uint8)
+    idle = (fits.astype(bool) & (rng.random(n) < 0.5)).astype(np.uint8)
+    free = (rng.random(n) < 0.7).astype(np.uint8) if seed % 2 else None
+    one, two = np.full(2 * size, -1, np.intp), np.full(2 * size, -1, np.intp)
+    pure.tree_refresh(one, scores, fits, free, None, None)
+    pure.tree_refresh(two, scores, fits, free, idle, None)
+    for impl in (pure, native):
+        a, b = np.full(2 * size, -7, np.intp), np.full(2 * size, -7, np.intp)
+        got = impl.trees_refresh(a, b, scores, fits, free, idle, None)
+        assert np.array_equal(a, one) and np.array_equal(b, two)
+        assert got == (int(two[1]), int(two[0]), int(one[1]), int(one[0]))

@@ -540,3 +540,24 @@ def unique_rows(list log, Py_ssize_t start, Py_ssize_t n):
         picked = picked[:m]
     picked.setflags(write=False)
     return picked
+
+
+def book_status(
+    int64_t[:, ::1] idle,
+    int64_t[:, ::1] releasing,
+    int64_t[:, ::1] pipelined,
+    Py_ssize_t row,
+    const int64_t[::1] vec,
+    int64_t sign,
+    int kind,
+):
+    cdef Py_ssize_t j
+    cdef int64_t amount
+    for j in range(vec.shape[0]):
+        amount = sign * vec[j]
+        if kind == 2:
+            pipelined[row, j] += amount
+        else:
+            idle[row, j] -= amount
+            if kind == 1:
+                releasing[row, j] += amount

@@ -23,6 +23,7 @@ __all__ = [
     "best_open",
     "binpack_rows",
     "book",
+    "book_status",
     "fit_rows",
     "merge_amounts",
     "offset_rows",
@@ -43,6 +44,19 @@ Floats = npt.NDArray[np.float64]
 def book(arr: Ints, row: int, vec: Ints, sign: int) -> None:
     """``arr[row] += sign * vec``."""
     arr[row] += sign * vec
+
+
+def book_status(
+    idle: Ints, releasing: Ints, pipelined: Ints, row: int, vec: Ints, sign: int, kind: int
+) -> None:
+    """Add (sign +1) or take back (-1) a request on a row's books, by how its status books:
+    kind 0 uses idle; 1 uses idle and marks it releasing; 2 is pipelined."""
+    if kind == 2:
+        book(pipelined, row, vec, sign)
+    else:
+        book(idle, row, vec, -sign)
+        if kind == 1:
+            book(releasing, row, vec, sign)
 
 
 def fit_rows(

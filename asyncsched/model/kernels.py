@@ -31,6 +31,7 @@ __all__ = [
     "best_open",
     "binpack_rows",
     "book",
+    "book_status",
     "describe",
     "fit_rows",
     "merge_amounts",
@@ -55,6 +56,7 @@ KERNELS = (
     "best_open",
     "binpack_rows",
     "book",
+    "book_status",
     "fit_rows",
     "merge_amounts",
     "offset_rows",
@@ -71,6 +73,7 @@ TreePair: Any = _pure.TreePair
 any_open = _pure.any_open
 best_open = _pure.best_open
 book = _pure.book
+book_status = _pure.book_status
 fit_rows = _pure.fit_rows
 merge_amounts = _pure.merge_amounts
 offset_rows = _pure.offset_rows

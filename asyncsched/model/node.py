@@ -14,7 +14,7 @@ from asyncsched.api.quantity import to_units
 from asyncsched.model.devices import GpuUse, NodeGpus, node_gpus
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 from asyncsched.model.journal import Journal, Tracked
-from asyncsched.model.node_table import DEFAULT_MAX_PODS, NodeTable, Vector
+from asyncsched.model.node_table import DEFAULT_MAX_PODS, NodeTable
 from asyncsched.model.resource import PODS, Resource
 from asyncsched.model.status import OCCUPYING_NODE, TaskStatus
 from asyncsched.model.task import TaskInfo
@@ -156,7 +156,8 @@ class NodeInfo(Tracked):
             return
         if not self.touched:
             self.touch()
-        self._book(status, self.table.vector(task.resreq), +1)
+        table = self.table
+        table.book(self.row, table.vector(task.resreq), +1, _BOOKING.get(status, 0))
         self.tasks[task.uid] = task
         if task.gpu_claim is not None:
             self._book_gpus(task)
@@ -171,7 +172,8 @@ class NodeInfo(Tracked):
             return
         if not self.touched:
             self.touch()
-        self._book(booked.status, self.table.vector(booked.resreq), -1)
+        table = self.table
+        table.book(self.row, table.vector(booked.resreq), -1, _BOOKING.get(booked.status, 0))
         if self.gpu_use is not None:
             self.gpu_use.release(booked.uid)
 
@@ -183,17 +185,12 @@ class NodeInfo(Tracked):
         del self.tasks[task.uid]
         self.tasks[task.uid] = task
 
-    def _book(self, status: TaskStatus, vec: Vector, sign: int) -> None:
-        if status is TaskStatus.PIPELINED:
-            kind = 2
-        elif status is TaskStatus.RELEASING:
-            kind = 1
-        else:
-            kind = 0
-        self.table.book(self.row, vec, sign, kind)
-
     def __repr__(self) -> str:
         return f"Node({self.name}, idle={self.idle})"
+
+
+_BOOKING = {TaskStatus.RELEASING: 1, TaskStatus.PIPELINED: 2}
+"""How a status books a task on its node (``NodeTable.book``'s kind; others: 0, idle)."""
 
 
 @dataclass(frozen=True)

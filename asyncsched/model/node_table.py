@@ -223,12 +223,7 @@ class NodeTable:
 
         ``status_kind``: 0 uses idle; 1 uses idle and marks it releasing; 2 is pipelined.
         """
-        if status_kind == 2:
-            kernels.book(self.pipelined, row, vec, sign)
-        else:
-            kernels.book(self.idle, row, vec, -sign)
-            if status_kind == 1:
-                kernels.book(self.releasing, row, vec, sign)
+        kernels.book_status(self.idle, self.releasing, self.pipelined, row, vec, sign, status_kind)
         self.touch(row)
 
     def future_idle(self, row: int) -> Vector:

@@ -307,3 +307,26 @@ def test_trees_refresh_is_two_tree_refreshes(seed: int) -> None:
         got = impl.trees_refresh(a, b, scores, fits, free, idle, None)
         assert np.array_equal(a, one) and np.array_equal(b, two)
         assert got == (int(two[1]), int(two[0]), int(one[1]), int(one[0]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 5),
+    st.lists(st.integers(-(2**40), 2**40), min_size=3, max_size=3),
+    st.sampled_from([-1, 1]),
+    st.sampled_from([0, 1, 2]),
+)
+def test_book_status(row: int, vector: list[int], sign: int, kind: int) -> None:
+    vec = np.array(vector, dtype=np.int64)
+    books = []
+    for impl in (pure, native):
+        arrays = [np.arange(18, dtype=np.int64).reshape(6, 3) * (k + 1) for k in range(3)]
+        impl.book_status(*arrays, row, vec, sign, kind)
+        books.append(arrays)
+    for a, b in zip(*books, strict=True):
+        assert np.array_equal(a, b)
+    idle, releasing, pipelined = books[0]
+    base = np.arange(18, dtype=np.int64).reshape(6, 3)
+    assert np.array_equal(pipelined[row] - 3 * base[row], sign * vec if kind == 2 else 0 * vec)
+    assert np.array_equal(idle[row] - base[row], 0 * vec if kind == 2 else -sign * vec)
+    assert np.array_equal(releasing[row] - 2 * base[row], sign * vec if kind == 1 else 0 * vec)

@@ -561,3 +561,28 @@ def book_status(
             idle[row, j] -= amount
             if kind == 1:
                 releasing[row, j] += amount
+
+
+cdef class OffsetRows:
+    """``offset_rows`` bound to its arrays and offset: ``refresh(rows)`` (None: all)."""
+
+    cdef double[::1] out
+    cdef const int64_t[::1] values
+    cdef int64_t offset
+
+    def __init__(self, double[::1] out, const int64_t[::1] values, int64_t offset):
+        self.out = out
+        self.values = values
+        self.offset = offset
+
+    def refresh(self, rows):
+        cdef const Py_ssize_t[::1] picked
+        cdef Py_ssize_t i, r
+        if rows is None:
+            for i in range(self.out.shape[0]):
+                self.out[i] = <double>(self.values[i] + self.offset)
+            return
+        picked = rows
+        for i in range(picked.shape[0]):
+            r = picked[i]
+            self.out[r] = <double>(self.values[r] + self.offset)

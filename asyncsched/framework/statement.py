@@ -54,7 +54,8 @@ class Statement:
     def _move(
         self, task: TaskInfo, node: NodeInfo, status: TaskStatus, place: bool = False
     ) -> None:
-        node.remove_task(task)
+        if task.uid in node.tasks:  # remove_task of a task not on the node does nothing
+            node.remove_task(task)
         self.ssn.jobs[task.job].update_task_status(task, status)
         task.set_node(node.name)
         if place and task.gpu_request is not None:

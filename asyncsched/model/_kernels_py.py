@@ -17,6 +17,7 @@ import numpy.typing as npt
 __all__ = [
     "MAX_NODE_SCORE",
     "FitRows",
+    "OffsetRows",
     "ScoreRows",
     "TreePair",
     "any_open",
@@ -340,6 +341,18 @@ class FitRows:
             self.out_future,
             True,
         )
+
+
+class OffsetRows:
+    """``offset_rows`` bound to its arrays and offset: ``refresh(rows)`` (None: all)."""
+
+    __slots__ = ("offset", "out", "values")
+
+    def __init__(self, out: Floats, values: Ints, offset: int) -> None:
+        self.out, self.values, self.offset = out, values, offset
+
+    def refresh(self, rows: Rows | None) -> None:
+        offset_rows(self.out, self.values, rows, self.offset)
 
 
 class ScoreRows:

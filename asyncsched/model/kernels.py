@@ -25,6 +25,7 @@ __all__ = [
     "NATIVE",
     "PURE_ENV",
     "FitRows",
+    "OffsetRows",
     "ScoreRows",
     "TreePair",
     "any_open",
@@ -50,6 +51,7 @@ PURE_ENV = "ASYNCSCHED_PURE"
 
 KERNELS = (
     "FitRows",
+    "OffsetRows",
     "ScoreRows",
     "TreePair",
     "any_open",
@@ -68,6 +70,7 @@ KERNELS = (
 """The kernels' names: each is served by the compiled module or by the twin alike."""
 
 FitRows: Any = _pure.FitRows
+OffsetRows: Any = _pure.OffsetRows
 ScoreRows: Any = _pure.ScoreRows
 TreePair: Any = _pure.TreePair
 any_open = _pure.any_open

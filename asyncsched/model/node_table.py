@@ -90,7 +90,7 @@ class NodeTable:
         A ``version`` below 0 (never synced) or a long backlog means all rows.
         Several caches usually catch up over the same span, so the last answer is kept.
         """
-        now = self.version
+        now = self._log_base + len(self._log)  # self.version, without the property's call
         memo = self._refresh_memo
         if memo is not None and memo[0] == version and memo[1] == now and memo[2] == n:
             return memo[3]

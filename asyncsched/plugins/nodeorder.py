@@ -124,9 +124,9 @@ class _Scorer:
         scores = entry.scores
         found = entry.totals.get(offset)
         if found is None:
-            found = entry.totals[offset] = _Total(len(scores))
+            found = entry.totals[offset] = _Total(scores, offset)
         if found.version != entry.version:
-            kernels.offset_rows(found.scores, scores, entry.rows_since(found.version), offset)
+            found.refresh(entry.rows_since(found.version))
             found.version = entry.version
         return found.scores
 
@@ -274,11 +274,13 @@ class _ResourceClass:
 class _Total:
     """Resource scores plus a constant, as floats: what all_rows hands out."""
 
-    __slots__ = ("scores", "version")
+    __slots__ = ("refresh", "scores", "version")
 
-    def __init__(self, n: int) -> None:
-        self.scores: FloatArray = np.zeros(n, dtype=np.float64)
+    def __init__(self, resource_scores: Scores, offset: int) -> None:
+        self.scores: FloatArray = np.zeros(len(resource_scores), dtype=np.float64)
         self.version = -1
+        self.refresh = kernels.OffsetRows(self.scores, resource_scores, offset).refresh
+        """Adds the offset to the resource scores of the given rows (None: all)."""
 
 
 def _normalize(raw: Scores, reverse: bool) -> Scores:

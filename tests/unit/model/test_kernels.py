@@ -235,7 +235,7 @@ def test_unique_rows(log: list[int], data: st.DataObject) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_bound_refreshes_follow_the_unbound_kernels(seed: int) -> None:
-    """FitRows, ScoreRows and TreePair, bound once and refreshed on changed rows, keep
+    """FitRows, ScoreRows, OffsetRows and TreePair, bound once and refreshed on changed rows, keep
     the answers of the unbound kernels run over every row, natively and in NumPy."""
     rng = np.random.default_rng(seed)
     n, d = int(rng.integers(1, 120)), 4
@@ -256,21 +256,23 @@ def test_bound_refreshes_follow_the_unbound_kernels(seed: int) -> None:
         scores, total = np.zeros(n, np.int64), np.zeros(n)
         fit = impl.FitRows(idle, releasing, pipelined, request, columns, now, future)
         score = impl.ScoreRows(allocatable, idle, *params, scores)
+        offset = impl.OffsetRows(total, scores, 3)
         fit.refresh(None)
         score.refresh(None)
-        impl.offset_rows(total, scores, None, 0)
+        offset.refresh(None)
         trees = impl.TreePair(
             np.full(2 * size, -1, np.intp), np.full(2 * size, -1, np.intp), total, future, free, now
         )
-        state[impl] = (fit, score, trees, now, future, scores, total, trees.refresh(None))
+        state[impl] = (fit, score, offset, trees, now, future, scores, total)
+        trees.refresh(None)
     for _ in range(6):
         rows = np.unique(rng.integers(0, n, size=int(rng.integers(0, 4)))).astype(np.intp)
         idle[rows] -= rng.integers(-3, 6, size=(len(rows), d))
         answers = []
-        for impl, (fit, score, trees, now, future, scores, total, _) in state.items():
+        for impl, (fit, score, offset, trees, now, future, scores, total) in state.items():
             fit.refresh(rows)
             score.refresh(rows)
-            impl.offset_rows(total, scores, rows, 0)
+            offset.refresh(rows)
             best = trees.refresh(rows)
             full_now, full_future = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
             impl.fit_rows(
@@ -281,6 +283,7 @@ def test_bound_refreshes_follow_the_unbound_kernels(seed: int) -> None:
                                  full_scores)  # fmt: skip
             assert np.array_equal(now, full_now) and np.array_equal(future, full_future)
             assert np.array_equal(scores, full_scores)
+            assert np.array_equal(total, full_scores + 3.0)
             assert best == native.best_open(total, future, free, now)
             assert trees.refresh(np.zeros(0, np.intp)) == best  # empty rows: read only
             answers.append((best, now.copy(), future.copy(), scores.copy()))

@@ -411,13 +411,17 @@ class _ClassCache:
         return found[1]
 
     def blocked(self, failures: Sequence[tuple[str, BoolArray]], n: int) -> _Blocked:
-        key = (n, *(id(mask) for _, mask in failures))
-        found = self.block.get(key)
+        if not failures:  # the usual case: no batch predicate rules any node out
+            key: tuple[int, ...] = (n,)
+            found = self.block.get(key)
+        else:
+            key = (n, *[id(mask) for _, mask in failures])
+            found = self.block.get(key)
+            if found is not None and [r for r, _ in found.failures] != [r for r, _ in failures]:
+                found = None
         if len(self.block) > 1024:
             self.block.clear()
-        if found is None or any(
-            a[0] != b[0] for a, b in zip(found.failures, failures, strict=True)
-        ):
+        if found is None:
             found = self.block[key] = _Blocked(failures, n)
         return found
 

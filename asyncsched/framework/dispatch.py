@@ -278,6 +278,22 @@ def _all_pass_flat(flat: Flat, failed: Failed) -> Callable[..., str | None]:
     return run
 
 
+@_fast_path_of(concat)
+def _concat_flat(flat: Flat, failed: Failed) -> Callable[..., list[Any]]:
+    def run(*args: Any) -> list[Any]:
+        found: list[Any] = []
+        for plugin, fn in flat:
+            try:
+                result = fn(*args)
+            except Exception as exc:  # a plugin must never take the scheduler down
+                failed(plugin, exc)
+                continue
+            found.extend(result)
+        return found
+
+    return run
+
+
 @_fast_path_of(all_true)
 def _all_true_flat(flat: Flat, failed: Failed) -> Callable[..., bool]:
     def run(*args: Any) -> bool:

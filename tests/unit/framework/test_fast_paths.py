@@ -41,6 +41,9 @@ ANSWERS: dict[dispatch.Rule, st.SearchStrategy[Any]] = {
     dispatch.first_decisive: st.integers(-2, 2),
     dispatch.all_pass: st.none() | st.sampled_from(["taint", "selector", "ports"]),
     dispatch.all_true: st.booleans(),
+    dispatch.concat: st.lists(
+        st.tuples(st.sampled_from(["taint", "cordon"]), st.integers()), max_size=3
+    ),
     dispatch.broadcast: st.none(),
 }
 

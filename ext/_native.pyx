@@ -586,3 +586,11 @@ cdef class OffsetRows:
         for i in range(picked.shape[0]):
             r = picked[i]
             self.out[r] = <double>(self.values[r] + self.offset)
+
+
+def within_limits(dict request, dict used, dict limit, str ignore):
+    cdef object name, amount
+    for name, amount in request.items():
+        if amount > 0 and name != ignore and used.get(name, 0) + amount > limit.get(name, 0):
+            return False
+    return True

@@ -32,6 +32,7 @@ __all__ = [
     "tree_refresh",
     "trees_refresh",
     "unique_rows",
+    "within_limits",
 ]
 
 MAX_NODE_SCORE = 100
@@ -418,6 +419,17 @@ def unique_rows(log: list[int], start: int, n: int) -> Rows:
     )
     picked.setflags(write=False)
     return picked
+
+
+def within_limits(
+    request: dict[str, int], used: dict[str, int], limit: dict[str, int], ignore: str
+) -> bool:
+    """Does ``used`` + ``request`` stay within ``limit`` in every name ``request`` asks a
+    positive amount of (but ``ignore``)? Absent names are zero."""
+    for name, amount in request.items():
+        if amount > 0 and name != ignore and used.get(name, 0) + amount > limit.get(name, 0):
+            return False
+    return True
 
 
 def _better(scores: Floats, a: int, b: int) -> int:

@@ -42,6 +42,7 @@ __all__ = [
     "trees_refresh",
     "unique_rows",
     "use_native",
+    "within_limits",
 ]
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ KERNELS = (
     "tree_refresh",
     "trees_refresh",
     "unique_rows",
+    "within_limits",
 )
 """The kernels' names: each is served by the compiled module or by the twin alike."""
 
@@ -85,6 +87,7 @@ binpack_rows = _pure.binpack_rows
 tree_refresh = _pure.tree_refresh
 trees_refresh = _pure.trees_refresh
 unique_rows = _pure.unique_rows
+within_limits = _pure.within_limits
 NATIVE = False
 _why = "not built (no Cython or C compiler at install time)"
 

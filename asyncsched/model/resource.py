@@ -84,6 +84,11 @@ class Resource:
             if name in other._values
         )
 
+    def within(self, used: Resource, limit: Resource, ignore: str = "") -> bool:
+        """Does ``used`` + self stay within ``limit`` in every dimension self asks a positive
+        amount of (but ``ignore``)? Absent dimensions are zero; the sum is never built."""
+        return kernels.within_limits(self._values, used._values, limit._values, ignore)
+
     def minimum(self, other: Resource) -> Resource:
         names = self.names() | other.names()
         return Resource({n: min(self.get(n), other.get(n)) for n in names})

@@ -256,11 +256,7 @@ class ProportionPlugin:
             return True
         # fits_where_requested(allocated + request, deserved, request) == [], without
         # building the sum: allocatable asks it once per task placed.
-        allocated, deserved = attr.allocated, attr.deserved
-        for name, amount in request.items():
-            if amount > 0 and name != PODS and allocated.get(name) + amount > deserved.get(name):
-                return False
-        return True
+        return request.within(attr.allocated, attr.deserved, ignore=PODS)
 
     def _enqueueable(self, ssn: Session, job: JobInfo) -> int:
         queue = ssn.queues.get(job.queue)

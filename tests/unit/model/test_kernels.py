@@ -333,3 +333,15 @@ def test_book_status(row: int, vector: list[int], sign: int, kind: int) -> None:
     assert np.array_equal(pipelined[row] - 3 * base[row], sign * vec if kind == 2 else 0 * vec)
     assert np.array_equal(idle[row] - base[row], 0 * vec if kind == 2 else -sign * vec)
     assert np.array_equal(releasing[row] - 2 * base[row], sign * vec if kind == 1 else 0 * vec)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_AMOUNTS, _AMOUNTS, _AMOUNTS, st.sampled_from(["", "pods", "cpu"]))
+def test_within_limits(
+    request: dict[str, int], used: dict[str, int], limit: dict[str, int], ignore: str
+) -> None:
+    expected = all(
+        used.get(n, 0) + a <= limit.get(n, 0) for n, a in request.items() if a > 0 and n != ignore
+    )
+    assert pure.within_limits(request, used, limit, ignore) is expected
+    assert native.within_limits(request, used, limit, ignore) is expected

@@ -26,7 +26,7 @@ class _Op(enum.Enum):
     EVICT = "evict"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Operation:
     op: _Op
     task: TaskInfo

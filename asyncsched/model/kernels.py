@@ -98,6 +98,16 @@ except ImportError:
     _native = None
 
 
+def _stale(module: ModuleType | None) -> list[str]:
+    """The kernels a compiled module lacks (built from an older ``ext/_native.pyx``)."""
+    return [] if module is None else [n for n in KERNELS if not hasattr(module, n)]
+
+
+if _missing := _stale(_native):  # an old build must not break the import: use the twins
+    _why = f"built from an older ext/_native.pyx (missing {', '.join(_missing)}); rebuild"
+    _native = None
+
+
 def use_native(native: bool) -> bool:
     """Serve the compiled kernels (True) or the NumPy twins (False) from now on; returns
     whether the compiled ones were in use before. ValueError if they are not built."""

@@ -345,3 +345,13 @@ def test_within_limits(
     )
     assert pure.within_limits(request, used, limit, ignore) is expected
     assert native.within_limits(request, used, limit, ignore) is expected
+
+
+def test_a_stale_build_is_named_and_not_used() -> None:
+    """A compiled module built from an older ``_native.pyx`` lacks kernels: the facade
+    serves the twins and says why instead of failing at import."""
+    old_build = type(native)("asyncsched._native")
+    old_build.book = native.book  # type: ignore[attr-defined]
+    missing = kernels._stale(old_build)
+    assert "book" not in missing and "any_open" in missing
+    assert kernels._stale(native) == [] and kernels._stale(None) == []

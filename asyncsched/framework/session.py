@@ -423,15 +423,24 @@ class Session:
 
     # -- what plugins report -------------------------------------------------------
 
-    def report_gauge(self, name: str, help: str, value: float, **labels: str) -> None:
+    def report_gauge(self, name: str, help: str, value: float, **labels: str) -> PluginGauge | None:
         """A figure a plugin wants watched, for this session: the kube backend exposes it as
         a Prometheus gauge (``name`` should start ``asyncsched_<plugin>_``), and a series
         (a set of label values) not reported again in a later session is removed, so what
-        a plugin stops holding stops showing."""
+        a plugin stops holding stops showing. Returns the figure (None when no gauges are
+        wanted), which a plugin may keep and report again (``report_again``)."""
         if not self.gauges_wanted:
-            return
+            return None
         gauge = PluginGauge(name, help, tuple(sorted(labels.items())), float(value))
         self.result.plugin_gauges.append(gauge)
+        return gauge
+
+    def report_again(self, figure: PluginGauge) -> None:
+        """Report a figure of an earlier session once more, unchanged: the plugin knows its
+        value is still right (drf: a job untouched since, under the same cluster total).
+        The same object, so the shell can tell it was set already without reading it."""
+        if self.gauges_wanted:
+            self.result.plugin_gauges.append(figure)
 
     # -- queues ----------------------------------------------------------------
 

@@ -54,6 +54,7 @@ class JobInfo(Tracked):
         "priority_class",
         "queue",
         "settled_under",
+        "share_memo",
         "tasks",
         "uid",
     )
@@ -107,6 +108,10 @@ class JobInfo(Tracked):
         """Memo, not state, like ``settled_under``: what this job adds to its queue's books
         (``asyncsched.model.queue_tree.queue_books``), taken while it was untouched and
         read only while it still is; a copy starts without it."""
+        self.share_memo: tuple[Resource, object] | None = None
+        """Memo, not state, like ``settled_under``: the cluster total and the figure drf
+        reported for this job's share (``asyncsched.plugins.drf``) in a session that left
+        it untouched; read only while it still is and the total is the same."""
         self.podgroup_in_sync = False
         """Memo, not state, like ``settled_under``: a session that left this job untouched
         found its PodGroup status as it should be, with no condition or notice of a plugin
@@ -239,6 +244,7 @@ class JobInfo(Tracked):
         twin.journal = journal
         twin.settled_under = None
         twin.books_memo = None
+        twin.share_memo = None
         twin.podgroup_in_sync = False
         return twin
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from asyncsched.framework import Arguments, EventHandler, Session
 from asyncsched.framework.hooks import (
@@ -26,6 +26,7 @@ from asyncsched.framework.hooks import (
     JobOrderFn,
 )
 from asyncsched.framework.orderkeys import KeyOrder
+from asyncsched.framework.results import PluginGauge
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
 from asyncsched.plugins._hdrf import HierarchicalShares
 from asyncsched.plugins._resources import cluster_total, dominant_share
@@ -181,12 +182,23 @@ class DrfPlugin:
         readable for other plugins' close."""
         if not ssn.gauges_wanted:
             return  # a share per job costs a pass over every job: only for a shell that exports
+        total = self.total
+        books = self.jobs
         for job in self.session_jobs.values():
-            attr = self.jobs.get(job.uid)
-            if attr is None and job.allocated.is_zero():
-                continue
+            attr = books.get(job.uid)
+            if attr is None:
+                memo = job.share_memo
+                if memo is not None and not job.touched and memo[0] == total:
+                    # Untouched since that figure was made, under the same total: the same
+                    # share, and the same figure object, which the shell passes over.
+                    ssn.report_again(cast("PluginGauge", memo[1]))
+                    continue
+                if job.allocated.is_zero():
+                    continue
             share = self.share_of(job.uid)
-            ssn.report_gauge(
+            figure = ssn.report_gauge(
                 "volcano_job_share", "Share for one job", share,
                 job_ns=job.namespace, job_id=job.name,
             )  # fmt: skip
+            if figure is not None and not job.touched:
+                job.share_memo = (total, figure)

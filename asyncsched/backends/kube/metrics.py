@@ -111,6 +111,11 @@ class Metrics:
         self._plugin_gauges: dict[str, tuple[Gauge, tuple[str, ...]]] = {}
         self._plugin_series: dict[str, dict[tuple[str, ...], float]] = {}
         """Per plugin gauge, the label values of each series it has and the value last set."""
+        self._kept_figures: dict[int, tuple[str, tuple[str, ...]]] = {}
+        """By identity, the figure whose value each series took last session: a plugin
+        reporting that frozen object again (``Session.report_again``) costs a lookup, not
+        a reading of its labels."""
+        self._kept_alive: list[PluginGauge] = []
         self._refused: set[str] = set()
 
     def observe_session(self, result: SessionResult, snapshot_ms: float = 0.0) -> None:
@@ -156,7 +161,17 @@ class Metrics:
         session, most of them unchanged."""
         seen: dict[str, dict[tuple[str, ...], float]] = {}
         before = self._plugin_series
+        kept = self._kept_figures
+        holders: dict[tuple[str, tuple[str, ...]], PluginGauge] = {}
+        """The figure whose value each series holds now (the last one reported for it)."""
         for figure in reported:
+            found = kept.get(id(figure))
+            if found is not None:  # the very figure that set its series last session
+                now = seen.setdefault(found[0], {})
+                if found[1] not in now:  # (a series reported twice takes the slow way)
+                    now[found[1]] = figure.value
+                    holders[found] = figure
+                    continue
             names = tuple(key for key, _ in figure.labels)
             values = tuple(value for _, value in figure.labels)
             known = self._plugin_gauges.get(figure.name)
@@ -164,6 +179,7 @@ class Metrics:
             last = now[values] if values in now else before.get(figure.name, {}).get(values)
             if known is not None and known[1] == names and last == figure.value:
                 now[values] = figure.value
+                holders[(figure.name, values)] = figure
                 continue
             gauge = self._plugin_gauge(figure, names)
             if gauge is None:
@@ -173,6 +189,7 @@ class Metrics:
             else:
                 gauge.set(figure.value)
             now[values] = figure.value
+            holders[(figure.name, values)] = figure
         for name, series in before.items():
             if not series:
                 continue  # refused (only a gauge made holds series)
@@ -184,6 +201,8 @@ class Metrics:
                 else:
                     gauge.set(0)  # a gauge without labels cannot vanish
         self._plugin_series = seen
+        self._kept_figures = {id(figure): key for key, figure in holders.items()}
+        self._kept_alive = list(holders.values())  # so the ids stay theirs while kept
 
     def _plugin_gauge(self, figure: PluginGauge, names: tuple[str, ...]) -> Gauge | None:
         known = self._plugin_gauges.get(figure.name)

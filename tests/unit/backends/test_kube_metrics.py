@@ -59,6 +59,20 @@ def test_a_series_reported_again_unchanged_or_after_vanishing_shows_its_value() 
     assert 'asyncsched_test_held{queue="a"} 2.0' in text  # the last one reported wins
 
 
+def test_a_figure_reported_again_as_the_same_object_keeps_its_series_right() -> None:
+    """A plugin may report last session's figure object again (``Session.report_again``);
+    the series shows the value of the last figure reported for it in each session."""
+    metrics = Metrics()
+    a, a3, ml = _gauge(2, queue="a"), _gauge(3, queue="a"), _gauge(8, queue="ml")
+    for reported in ([a, ml], [a, ml], [a, a3], [a], [ml], [a]):
+        metrics.observe_session(SessionResult(plugin_gauges=reported))
+        text = metrics.exposition().decode()
+        value = reported[-1].value if reported[-1].labels == a.labels else 2.0
+        shown = f'asyncsched_test_held{{queue="a"}} {value}' in text
+        assert shown == (a in reported), reported
+        assert (ml in reported) == ('asyncsched_test_held{queue="ml"} 8.0' in text)
+
+
 def test_a_gauge_whose_name_is_taken_is_refused_once_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

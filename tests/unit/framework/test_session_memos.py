@@ -2,7 +2,8 @@
 
 A job handed out again unchanged carries memos from the session before
 (``JobInfo.books_memo``: its part of its queue's books; ``JobInfo.podgroup_in_sync``:
-its PodGroup status needed no write). Runs under small budgets, where most jobs wait
+its PodGroup status needed no write; ``JobInfo.share_memo``: the share drf reported for
+it, under the cluster total of then). Runs under small budgets, where most jobs wait
 untouched for several sessions, must give every session the very result a session on a
 snapshot built from scratch (no memos) gives, and the memos must actually be used.
 """
@@ -49,13 +50,18 @@ def _cluster() -> list[object]:
 def test_sessions_with_memos_decide_and_report_as_sessions_on_fresh_snapshots() -> None:
     cache = cache_of(*_cluster())
     loaded = ConfigSource(Registry()).current
-    books_reused = in_sync_reused = 0
+    books_reused = in_sync_reused = shares_reused = 0
     for n in range(30):
+        if n == 6:  # a node more: a larger total, so every share remembered is stale
+            cache.upsert_node(node("late", cpu="8", memory="16Gi"))
         snapshot = cache.snapshot()
         fresh = cache.trial_snapshot()
         books_reused += sum(1 for j in snapshot.jobs.values() if j.books_memo is not None)
         in_sync_reused += sum(1 for j in snapshot.jobs.values() if j.podgroup_in_sync)
-        assert not any(j.books_memo or j.podgroup_in_sync for j in fresh.jobs.values())
+        shares_reused += sum(1 for j in snapshot.jobs.values() if j.share_memo is not None)
+        assert not any(
+            j.books_memo or j.podgroup_in_sync or j.share_memo for j in fresh.jobs.values()
+        )
         result, _ = run_session(snapshot, loaded, f"s{n}", budget=1)
         expected, _ = run_session(fresh, loaded, f"s{n}", budget=1)
         assert result == expected, f"session {n}"
@@ -67,7 +73,9 @@ def test_sessions_with_memos_decide_and_report_as_sessions_on_fresh_snapshots() 
             break
     else:
         raise AssertionError("the run did not end")
-    assert books_reused and in_sync_reused, "the memos were never used: nothing was checked"
+    assert books_reused and in_sync_reused and shares_reused, (
+        "the memos were never used: nothing was checked"
+    )
 
 
 def _job(uid: str, queue_name: str, pending: int, running: int) -> JobInfo:

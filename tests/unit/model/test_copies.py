@@ -43,12 +43,13 @@ def test_an_empty_job_copy_has_every_slot_and_no_memo() -> None:
     source = JobInfo.from_podgroup(podgroup("g", 2, min_task_member={"w": 1}), 5)
     source.settled_under = object()
     source.books_memo = ({}, {}, {}, {})
+    source.share_memo = (Resource(), object())
     source.podgroup_in_sync = True
     source.touched = True
     twin = source.clone_empty([])
     for slot in _slots(JobInfo):
         assert hasattr(twin, slot), slot
-    assert twin.settled_under is None and twin.books_memo is None
+    assert twin.settled_under is None and twin.books_memo is None and twin.share_memo is None
     assert not twin.podgroup_in_sync and not twin.touched
     assert twin.min_task_member == source.min_task_member
     assert twin.min_task_member is not source.min_task_member
@@ -62,6 +63,6 @@ def test_an_empty_job_copy_has_every_slot_and_no_memo() -> None:
     reset = {
         "_allocated_before", "allocated", "books_memo", "by_status", "journal",
         "min_task_member", "n_allocated", "n_pending_best_effort", "n_ready",
-        "podgroup_in_sync", "settled_under", "tasks", "touched",
+        "podgroup_in_sync", "settled_under", "share_memo", "tasks", "touched",
     }  # fmt: skip
     assert set(_slots(JobInfo)) == set(kept) | reset, "a new slot: say how the copy gets it"

@@ -186,24 +186,10 @@ class _Build:
         else:
             task_keys, job_keys, node_names = self._to_copy()
 
-        sources, ruled = handed.sources, handed.ruled
-        for key in task_keys:
-            source = cache.tasks.get(key)
-            if source is None:
-                handed.tasks.pop(key, None)
-                sources.pop(key, None)
-                ruled.pop(key, None)
-                continue
-            old = handed.tasks.get(key)
-            if old is not None and sources.get(key) is source:
-                old.reset_from(source)  # the same pod: only what sessions change can differ
-            else:
-                twin = handed.tasks[key] = self._task(source)
-                sources[key] = source
-                if has_pod_rules(twin.pod):
-                    ruled[key] = twin
-                else:
-                    ruled.pop(key, None)
+        if full and not handed.tasks:
+            self._first_tasks()
+        else:
+            self._copy_tasks(task_keys)
 
         queues = self._queues()
         added: dict[str, JobInfo] = {}
@@ -346,6 +332,53 @@ class _Build:
         return tasks, jobs, nodes
 
     # -- copies ----------------------------------------------------------------
+
+    def _copy_tasks(self, task_keys: set[str] | list[str]) -> None:
+        """Copy these tasks again (or drop those gone); a copy whose cache task is the one
+        it was made from is made current in place."""
+        cache, handed = self.cache, self.handed
+        sources, ruled = handed.sources, handed.ruled
+        for key in task_keys:
+            source = cache.tasks.get(key)
+            if source is None:
+                handed.tasks.pop(key, None)
+                sources.pop(key, None)
+                ruled.pop(key, None)
+                continue
+            old = handed.tasks.get(key)
+            if old is not None and sources.get(key) is source:
+                old.reset_from(source)  # the same pod: only what sessions change can differ
+            else:
+                twin = handed.tasks[key] = self._task(source)
+                sources[key] = source
+                if has_pod_rules(twin.pod):
+                    ruled[key] = twin
+                else:
+                    ruled.pop(key, None)
+
+    def _first_tasks(self) -> None:
+        """Every task copied, when nothing was handed out before (a first snapshot, or one
+        from scratch): ``_copy_tasks`` without its questions about earlier copies, and
+        the priority read once per priority class rather than once per task."""
+        handed = self.handed
+        journal, tasks, sources, ruled = handed.journal, handed.tasks, handed.sources, handed.ruled
+        priorities, default = self.priorities, self.default_priority
+        by_class: dict[str, int] = {}
+        for key, source in self.cache.tasks.items():
+            twin = source.clone(journal)
+            spec = source.pod.spec
+            if spec.priority is not None:
+                twin.priority = spec.priority
+            else:
+                name = spec.priority_class_name
+                found = by_class.get(name)
+                if found is None:
+                    found = by_class[name] = priorities.get(name, default)
+                twin.priority = found
+            tasks[key] = twin
+            sources[key] = source
+            if has_pod_rules(twin.pod):
+                ruled[key] = twin
 
     def _priority_of_pod(self, task: TaskInfo) -> int:
         spec = task.pod.spec

@@ -71,7 +71,11 @@ def has_pod_rules(pod: Pod) -> bool:
         return True
     if spec.topology_spread_constraints:
         return True
-    return any(port.host_port for c in spec.containers for port in c.ports)
+    for container in spec.containers:  # a loop, not any(): once per task copied anew
+        for port in container.ports:
+            if port.host_port:
+                return True
+    return False
 
 
 def pod_requests(pod: Pod) -> tuple[Resource, Resource]:

@@ -196,7 +196,10 @@ class _Build:
         for key in job_keys:
             self._unsettle(key)
             entry = cache.jobs.get(key)
-            job = self._job(key, entry, queues) if entry is not None else None
+            if entry is None:
+                job = None
+            elif full or (job := self._refreshed(key, entry, queues, task_keys)) is None:
+                job = self._job(key, entry, queues)
             if job is None:
                 handed.seqs.pop(key, None)
                 if handed.jobs.pop(key, None) is not None:
@@ -412,6 +415,38 @@ class _Build:
         job.touched = False
         job.journal = self.handed.journal
         return job
+
+    def _refreshed(
+        self,
+        key: str,
+        entry: JobEntry,
+        queues: dict[str, QueueInfo],
+        task_keys: set[str] | list[str],
+    ) -> JobInfo | None:
+        """The last snapshot's JobInfo made current in place, when only its phase or
+        PodGroup object can differ from a fresh copy: same entry, same gang rules, and none
+        of its tasks copied again (a session changes a task only through setters that mark
+        it touched, so every task it changed is copied again). Enqueue admitting a waiting
+        job, and the status the shell writes for it, change nothing else; re-adding its
+        tasks to an empty copy is most of what copying such a job costs. None: copy it."""
+        handed = self.handed
+        old = handed.jobs.get(key)
+        pg = entry.podgroup
+        if (
+            old is None
+            or pg is None
+            or handed.seqs.get(key) != entry.seq
+            or old.queue not in queues
+            or len(old.tasks) != len(entry.tasks)
+        ):
+            return None
+        kept = handed.templates.get(key)
+        if kept is None or self._template(key, pg) is not kept.job:
+            return None  # new gang rules (or a new priority): a copy from the new template
+        if any(task_key in task_keys for task_key in entry.tasks):
+            return None
+        old.reset_to(pg.status.phase or PodGroupPhase.PENDING, pg)
+        return old
 
     def _template(self, key: str, pg: PodGroup) -> JobInfo:
         priority = self.priorities.get(pg.spec.priority_class_name, self.default_priority)

@@ -122,6 +122,19 @@ class JobInfo(Tracked):
             self._allocated_before = self.allocated
         super().touch()
 
+    def reset_to(self, phase: str, podgroup: PodGroup | None) -> None:
+        """Untouched, with this phase and PodGroup and no memo, as a fresh copy of the same
+        tasks would be: for a snapshot that hands this object out again after a session
+        changed only its phase (``asyncsched.cache.snapshots``)."""
+        self.phase = phase
+        self.podgroup = podgroup
+        self.touched = False
+        self._allocated_before = self.allocated
+        self.settled_under = None
+        self.books_memo = None
+        self.share_memo = None
+        self.podgroup_in_sync = False
+
     def allocated_at_open(self) -> Resource:
         """``allocated`` as the snapshot handed it out, before any change this session.
 

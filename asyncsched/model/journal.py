@@ -4,7 +4,8 @@ Every method or property that changes one of these objects calls ``touch``:
 the object is marked touched and, the first time, appended to its journal
 (a plain list its owner handed it). The cache reads its journals when it
 builds the next snapshot, so it copies only what changed, and it never hands
-out again an object a session touched. See ``asyncsched.model.snapshot``.
+out again an object a session touched (but for a job whose only change was its
+phase, made current in place). See ``asyncsched.model.snapshot``.
 """
 
 from __future__ import annotations

@@ -23,6 +23,12 @@ takes along the job and nodes that hold it. Other fields are read-only inside
 a session. Consequently the next snapshot may be taken only once the session
 on the previous one has finished, as the scheduler loops do.
 
+One exception to 2. saves re-adding every task of a job enqueue merely admitted:
+a touched JobInfo none of whose tasks is copied again (so the session changed
+none of them), with the same cache entry and gang rules, can differ from a fresh
+copy only in its phase and PodGroup; the cache sets those, clears ``touched``
+and the memos (``JobInfo.reset_to``), and hands the same object out again.
+
 Settled jobs
 ------------
 A job is *settled* when a session found that it has nothing to decide and

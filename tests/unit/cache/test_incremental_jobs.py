@@ -161,7 +161,11 @@ def test_jobs_settle_and_a_new_configuration_looks_at_them_again() -> None:
     assert ssn.active_jobs is snapshot.jobs  # another configuration: every job looked at
     assert all(job.touched for job in settled)
     again = cache.snapshot()
-    assert all(again.jobs[job.uid] is not job for job in settled)
+    active = again.active if again.active is not None else again.jobs  # None: every job
+    for job in settled:  # looked at again: a new copy, or this one made fresh, and active
+        fresh = again.jobs[job.uid]
+        assert fresh.uid in active
+        assert not fresh.touched and fresh.settled_under is None and fresh.books_memo is None
 
 
 def test_unchanged_jobs_are_handed_out_again() -> None:

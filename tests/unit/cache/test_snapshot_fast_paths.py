@@ -1,5 +1,8 @@
 """The snapshot's shortcuts build what its plain paths build.
 
+A job a session changed only by admitting it is made current in place rather than
+copied again (``_Build._refreshed``).
+
 A first snapshot (or one from scratch) copies every task in one loop that asks
 nothing about earlier copies and reads each priority class once
 (``_Build._first_tasks``); it must give the copies ``_copy_tasks``, the loop every
@@ -11,8 +14,10 @@ from __future__ import annotations
 
 import pytest
 
+from asyncsched.backends.config_source import ConfigSource
 from asyncsched.cache import ClusterCache
 from asyncsched.cache.snapshots import _Build, _Handed
+from asyncsched.framework import Registry, run_session
 from asyncsched.model import ClusterSnapshot, TaskInfo
 from asyncsched.model.snapshot import snapshot_differences
 from tests.builders import (
@@ -78,3 +83,38 @@ def test_a_first_snapshot_copies_tasks_as_the_general_loop_does(
     for key, task in _tasks(fast).items():
         assert task is not cache.tasks[key]  # copies: the session never writes the cache's
         assert not task.touched
+
+
+def test_a_job_a_session_only_admitted_is_made_current_in_place() -> None:
+    """Enqueue admits every waiting gang (its phase: Inqueue) and a budget of one task
+    lets the session reach one; the next snapshot hands the others out as the same
+    objects, made current (phase, PodGroup, untouched, no memo), equal to fresh copies. A
+    job whose tasks changed is copied anew."""
+    objects: list[object] = [queue("q", weight=1), node("n0", cpu="8", memory="16Gi")]
+    for g in range(4):
+        objects.append(podgroup(f"g{g}", 2, namespace="q", queue="q", phase="Pending"))
+        objects += [pod(f"g{g}-{i}", namespace="q", group=f"g{g}") for i in range(2)]
+    cache = cache_of(*objects)
+    loaded = ConfigSource(Registry()).current
+    first = cache.snapshot()
+    result, _ = run_session(first, loaded, "s0", budget=1)
+    admitted = {update.job for update in result.podgroups}
+    placed = {cache.tasks[bind.uid].job for bind in result.binds}
+    assert len(admitted) == 4 and len(placed) == 1 and result.deferred == 3
+    assert all(u.phase == "Inqueue" for u in result.podgroups if u.job not in placed)
+    assert all(first.jobs[key].touched for key in admitted)
+    for update in result.podgroups:
+        cache.set_podgroup_phase(update.job, update.phase)
+    for bind in result.binds:
+        cache.mark_binding(bind.uid, bind.node)
+
+    second = cache.snapshot()
+    assert snapshot_differences(second, cache.trial_snapshot()) == []
+    for key in admitted - placed:
+        job = second.jobs[key]
+        assert job is first.jobs[key]
+        assert job.phase == "Inqueue" and job.podgroup is cache.jobs[key].podgroup
+        assert not job.touched and job.books_memo is None and job.settled_under is None
+        assert job.allocated_at_open() is job.allocated
+    for key in placed:
+        assert second.jobs[key] is not first.jobs[key]

@@ -65,4 +65,5 @@ async def test_events_past_a_full_queue_are_dropped_and_a_stop_waits_only_its_gr
     events = (await request(kube.api, "GET", f"/api/v1/namespaces/{namespace}/events"))["items"]
     sent = [e for e in events if e["reason"] == "Scheduled"]
     assert 0 < len(sent) < MAX_QUEUED_EVENTS, "some sent within the grace, the rest given up"
-    assert len(sent) == writer.writes
+    # the one in flight at the deadline may have reached the server before it was given up
+    assert writer.writes <= len(sent) <= writer.writes + 1

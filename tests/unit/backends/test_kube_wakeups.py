@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 from kubernetes_asyncio import client as k8s_client
 
-from asyncsched.api import Condition, ObjectMeta, PodGroup
+from asyncsched.api import Condition, Node, ObjectMeta, PodGroup
 from asyncsched.api.volcano import PodGroupSpec, PodGroupStatus
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.kube import KubeScheduler, SchedulerOptions
@@ -43,5 +43,46 @@ async def test_the_echo_of_its_own_status_write_wakes_no_session_a_real_change_d
         other = PodGroupStatus(phase="Pending", conditions=[scheduled])
         scheduler._podgroup_upserted(_podgroup("4", other))
         assert scheduler.dirty.is_set(), "a status written by someone else"
+    finally:
+        await api.close()
+
+
+def _node(version: str, heartbeat: str, cpu: str = "8") -> Node:
+    """A Node as the watch decodes it; the heartbeat stamp is in the JSON, not in the Struct."""
+    raw = {
+        "kind": "Node",
+        "metadata": {"name": "n1", "uid": "n-u1", "resourceVersion": version},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+            "conditions": [
+                {"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat},
+            ],
+        },
+    }
+    return msgspec.json.decode(msgspec.json.encode(raw), type=Node)
+
+
+async def test_a_node_heartbeat_wakes_no_session_a_changed_node_does() -> None:
+    api = k8s_client.ApiClient()
+    try:
+        scheduler = KubeScheduler(
+            KubeClient(api), ConfigSource(Registry(), None), SchedulerOptions(identity="t")
+        )
+        scheduler._node_upserted(_node("1", "2026-11-27T06:00:00Z"))
+        assert scheduler.dirty.is_set(), "a new node"
+        scheduler.dirty.clear()
+        generation = scheduler.cache.generation
+
+        scheduler._node_upserted(_node("2", "2026-11-27T06:10:00Z"))
+        assert not scheduler.dirty.is_set(), "only the version and the heartbeat moved"
+        assert scheduler.cache.generation == generation, "the cache is left as it was"
+
+        scheduler._node_upserted(_node("3", "2026-11-27T06:20:00Z", cpu="4"))
+        assert scheduler.dirty.is_set(), "its allocatable changed"
+        assert scheduler.cache.nodes["n1"].node.metadata.resource_version == "3"
+        scheduler.dirty.clear()
+
+        scheduler._node_deleted("", "n1")
+        assert scheduler.dirty.is_set() and "n1" not in scheduler.cache.nodes
     finally:
         await api.close()

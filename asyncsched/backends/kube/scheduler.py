@@ -274,9 +274,9 @@ class KubeScheduler(Effects):
         once per version of the problem, and its other cards stay in use.
 
         A Node whose only change is its version (a heartbeat: the timestamps in its
-        conditions are not read) is left as it is and wakes no session. KWOK's 1,000 nodes
-        beat within a few seconds of each other, and every beat woke a session: 20 sessions
-        for a burst of 10,000 pods became 88-405 when the beats fell inside it."""
+        conditions are not read) is left as it is and wakes no session: each beat (every
+        kubelet's status report; KWOK's 1,000 nodes beat within seconds of each other)
+        woke a session with nothing new to decide."""
         existing = self.cache.nodes.get(node.metadata.name)
         if existing is not None and _same_but_version(existing.node, node):
             return

@@ -507,6 +507,8 @@ class AsyncSched(Scheduler):
             "asyncsched_session_duration_seconds_sum": "session_seconds",
             "asyncsched_binds_total": "binds",
             "asyncsched_bind_failures_total": "bind_failures",
+            "asyncsched_podgroup_stale_echoes_total": "stale_echoes",
+            "asyncsched_events_dropped_total": "events_dropped",
         }
         found: dict[str, float] = {}
         for line in text.splitlines():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from asyncsched.api.volcano import PodGroupStatus
-from asyncsched.backends.kube.client import connect
+from asyncsched.backends.kube.client import MERGE_PATCH, connect
 from asyncsched.backends.kube.status import MAX_QUEUED_EVENTS, StatusWriter
 from asyncsched.framework.results import PodGroupUpdate
 from tests.e2e.conftest import Kube
@@ -39,6 +39,58 @@ async def test_statuses_decided_while_a_write_waits_are_sent_once_as_the_newest(
     status = (await request(kube.api, "GET", path))["status"]
     assert (status["phase"], status["running"]) == ("Running", 3)
     assert (writer.writes, writer.errors) == (1, 0)
+
+
+async def test_a_podgroup_has_one_status_write_in_flight_and_the_newest_lands_last(
+    kube: Kube,
+) -> None:
+    """Two writes of one PodGroup in flight at once could land newest first, leaving the
+    older status in the cluster while the scheduler believes the newer one is there."""
+    namespace = kube.namespace
+    podgroup = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "pg"}, "spec": {"minMember": 3, "queue": "default"},
+    }  # fmt: skip
+    await create(kube.api, podgroup, namespace)
+    client = await connect(str(kube.bed.kubeconfig))
+    in_flight, most = 0, 0
+    sent: list[bytes] = []
+    patch = client.patch
+
+    async def counted(path: str, body: bytes, content_type: str = MERGE_PATCH) -> bytes:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            answer = await patch(path, body, content_type)
+            sent.append(body)  # (the first try, on /status, is refused: no such subresource)
+            return answer
+        finally:
+            in_flight -= 1
+
+    client.patch = counted  # type: ignore[method-assign]
+    try:
+        writer = StatusWriter(client, "test", concurrency=8)
+        current = PodGroupStatus()
+        for running in (1, 2, 3):
+            update = PodGroupUpdate(
+                job=f"{namespace}/pg", namespace=namespace, name="pg", phase="Running",
+                conditions=(), running=running, succeeded=0, failed=0,
+            )  # fmt: skip
+            current = writer.podgroup(update, current) or current
+            if running == 1:
+                for _ in range(3):  # the first write gets its slot and is sent
+                    await asyncio.sleep(0)
+                assert in_flight == 1
+        await writer.drain()
+    finally:
+        await client.close()
+
+    path = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/pg"
+    status = (await request(kube.api, "GET", path))["status"]
+    assert status["running"] == 3
+    assert (most, writer.writes, writer.errors) == (1, 2, 0)
+    assert [b'"running":1' in body for body in sent] == [True, False]
 
 
 async def test_events_past_a_full_queue_are_dropped_and_a_stop_waits_only_its_grace(

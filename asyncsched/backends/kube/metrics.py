@@ -61,6 +61,11 @@ class Metrics:
             "Events not sent because 1,000 were already waiting (as client-go drops them)",
             registry=r,
         )
+        self.stale_echoes = Counter(
+            "asyncsched_podgroup_stale_echoes",
+            "Watch echoes of a PodGroup status this scheduler had already written past",
+            registry=r,
+        )
         self.config_reloads = Counter(
             "asyncsched_config_reloads", "Configurations taken into use", registry=r
         )

@@ -251,17 +251,25 @@ class KubeScheduler(Effects):
         running counts the kubelet's updates moved since, whose echoes would wake the next:
         in a burst of gangs, sessions back to back over every PodGroup, and a status write
         per PodGroup per session. Unwoken, those counts are written by the next session,
-        at the latest after ``period``.
+        at the latest after ``period``. The echo of an older write, arriving after a newer
+        one, leaves the cache's newer status in place (``StatusWriter.stale_echo``).
         """
         meta = podgroup.metadata
         entry = self.cache.jobs.get(f"{meta.namespace}/{meta.name}")
         before = entry.podgroup if entry is not None else None
+        stale = before is not None and self.status.stale_echo(
+            meta.namespace, meta.name, podgroup.status
+        )
+        if stale and before is not None:
+            self.metrics.stale_echoes.inc()
+            podgroup = msgspec.structs.replace(podgroup, status=before.status)
         self.cache.upsert_podgroup(podgroup)
         if before is None or not _same_but_version(before, podgroup):
             self.dirty.set()
 
     def _podgroup_deleted(self, namespace: str, name: str) -> None:
         self.cache.delete_podgroup(namespace, name)
+        self.status.forget_podgroup(namespace, name)
         self.dirty.set()
 
     def _pod_deleted(self, namespace: str, name: str) -> None:

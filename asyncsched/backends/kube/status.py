@@ -2,7 +2,8 @@
 
 Only real changes are written: a PodGroup whose phase, counts and conditions
 (ignoring the session stamp) are unchanged is left alone, a PodGroup status still
-waiting to be sent is replaced by a newer one rather than followed by it, and a pod's
+waiting to be sent is replaced by a newer one rather than followed by it, one PodGroup
+has at most one write in flight (so the newest status is the one that lands), and a pod's
 Unschedulable condition and Event are written when its reason changes, so a
 pending pod does not cost a write every second.
 """
@@ -42,10 +43,18 @@ def _comparable(status: PodGroupStatus) -> tuple[object, ...]:
     )
 
 
+UNECHOED_KEPT = 8
+"""Statuses remembered per PodGroup until their watch echo comes back (the oldest are
+forgotten past this: a write that failed is never echoed)."""
+
 MAX_QUEUED_EVENTS = 1000
 """Events waiting to be sent beyond which new ones are dropped, as client-go's event
 broadcaster (which kube-scheduler and Volcano use) drops past its queue of 1,000: a burst
 of binds must not pile up an unbounded backlog of Events behind it."""
+
+
+def _podgroup_path(namespace: str, name: str) -> str:
+    return f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}"
 
 
 class StatusWriter:
@@ -72,6 +81,11 @@ class StatusWriter:
         self._podgroup_status_subresource: bool | None = None
         self._podgroups_waiting: dict[str, bytes] = {}
         """Per PodGroup path, the newest status body not yet sent (waiting for a slot)."""
+        self._podgroups_in_flight: set[str] = set()
+        self._unechoed: dict[str, list[tuple[object, ...]]] = {}
+        """Per PodGroup path, the statuses written (or queued) whose echo has not come
+        back, oldest first."""
+        self._closing = False
         self.writes = 0
         self.errors = 0
 
@@ -107,6 +121,7 @@ class StatusWriter:
                 break
             await asyncio.wait([*self._tasks, *self._event_tasks], timeout=left)
         if self._tasks or self._event_tasks:
+            self._closing = True
             log.warning(
                 "shutting down: %d status writes and %d Events left unsent after %g s",
                 len(self._tasks),
@@ -142,16 +157,41 @@ class StatusWriter:
         if _comparable(status) == _comparable(current):
             return None
         body = msgspec.json.encode({"status": status})
-        path = (
-            f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{update.namespace}"
-            f"/podgroups/{update.name}"
-        )
+        path = _podgroup_path(update.namespace, update.name)
+        unechoed = self._unechoed.setdefault(path, [])
+        unechoed.append(_comparable(status))
+        del unechoed[:-UNECHOED_KEPT]
         waiting = path in self._podgroups_waiting
         self._podgroups_waiting[path] = body
-        if not waiting:  # else the write already queued sends this newer body
+        if not waiting and path not in self._podgroups_in_flight:
             self._spawn(lambda: self._send_podgroup(path))
         self._notice_events(update, current, uid)
         return status
+
+    def stale_echo(self, namespace: str, name: str, status: PodGroupStatus) -> bool:
+        """Whether ``status``, come back through the watch, is one this writer wrote before
+        a newer one whose echo is still to come.
+
+        Taken into the cache, such an echo would put back counts the scheduler has moved
+        past: the next session would see them differ from what it decides, write again,
+        and that write's echo, arriving after the next one, would do the same, a loop of
+        sessions and writes for as long as a burst of gangs keeps the counts moving."""
+        path = _podgroup_path(namespace, name)
+        unechoed = self._unechoed.get(path)
+        if not unechoed:
+            return False
+        try:
+            at = unechoed.index(_comparable(status))
+        except ValueError:
+            return False  # not ours: someone else wrote it
+        del unechoed[: at + 1]
+        if unechoed:
+            return True
+        del self._unechoed[path]
+        return False
+
+    def forget_podgroup(self, namespace: str, name: str) -> None:
+        self._unechoed.pop(_podgroup_path(namespace, name), None)
 
     def _notice_events(self, update: PodGroupUpdate, current: PodGroupStatus, uid: str) -> None:
         was = {c.type: c.status for c in current.conditions}
@@ -167,8 +207,16 @@ class StatusWriter:
 
     async def _send_podgroup(self, path: str) -> bytes:
         """The newest status for the PodGroup, taken when the write gets its slot: statuses
-        decided while it waited (a burst queues many) are not written one by one."""
-        return await self._patch_podgroup(path, self._podgroups_waiting.pop(path))
+        decided while it waited (a burst queues many) are not written one by one. One
+        write per PodGroup at a time: two in flight could land newest first."""
+        body = self._podgroups_waiting.pop(path)
+        self._podgroups_in_flight.add(path)
+        try:
+            return await self._patch_podgroup(path, body)
+        finally:
+            self._podgroups_in_flight.discard(path)
+            if path in self._podgroups_waiting and not self._closing:
+                self._spawn(lambda: self._send_podgroup(path))
 
     async def _patch_podgroup(self, path: str, body: bytes) -> bytes:
         """Through /status where the CRD has that subresource, else the object itself.

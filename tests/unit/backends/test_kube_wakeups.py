@@ -11,6 +11,7 @@ from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.kube import KubeScheduler, SchedulerOptions
 from asyncsched.backends.kube.client import KubeClient
 from asyncsched.framework import Registry
+from asyncsched.framework.results import PodGroupUpdate
 
 
 def _podgroup(version: str, status: PodGroupStatus, min_member: int = 3) -> PodGroup:
@@ -44,6 +45,53 @@ async def test_the_echo_of_its_own_status_write_wakes_no_session_a_real_change_d
         scheduler._podgroup_upserted(_podgroup("4", other))
         assert scheduler.dirty.is_set(), "a status written by someone else"
     finally:
+        await api.close()
+
+
+def _running(count: int) -> PodGroupUpdate:
+    scheduled = Condition(type="Scheduled", status="True", transition_id="t-1")
+    return PodGroupUpdate("ns/pg", "ns", "pg", "Running", (scheduled,), count, 0, 0)
+
+
+def _echo(version: str, status: PodGroupStatus) -> PodGroup:
+    """The API server's answer to a status write, as the watch decodes it."""
+    return msgspec.json.decode(msgspec.json.encode(_podgroup(version, status)), type=PodGroup)
+
+
+async def test_the_late_echo_of_an_older_status_write_leaves_the_newer_one_and_wakes_nothing() -> (
+    None
+):
+    """Two sessions write a gang's running count 3, then 7; the watch brings back 3 after the
+    second write. Taken in, it would put the count back to 3 and wake a session that writes
+    7 again, whose echo would come after the next write: a loop for as long as a burst lasts."""
+    api = k8s_client.ApiClient()
+    try:
+        scheduler = KubeScheduler(
+            KubeClient(api), ConfigSource(Registry(), None), SchedulerOptions(identity="t")
+        )
+        scheduler._podgroup_upserted(_podgroup("1", PodGroupStatus(phase="Pending")))
+        scheduler.dirty.clear()
+        assert scheduler.podgroup_status(_running(3))
+        three = scheduler.cache.jobs["ns/pg"].podgroup
+        assert scheduler.podgroup_status(_running(7))
+        seven = scheduler.cache.jobs["ns/pg"].podgroup
+        assert three is not None and seven is not None and seven.status.running == 7
+
+        scheduler._podgroup_upserted(_echo("2", three.status))
+        assert not scheduler.dirty.is_set(), "the older write's echo"
+        kept = scheduler.cache.jobs["ns/pg"].podgroup
+        assert kept is not None and kept.status.running == 7
+        assert kept.metadata.resource_version == "2"
+        assert scheduler.metrics.stale_echoes._value.get() == 1
+
+        scheduler._podgroup_upserted(_echo("3", seven.status))
+        assert not scheduler.dirty.is_set(), "the newest write's echo"
+        scheduler._podgroup_upserted(_echo("4", three.status))
+        assert scheduler.dirty.is_set(), "the same old status again, after every echo: not ours"
+        back = scheduler.cache.jobs["ns/pg"].podgroup
+        assert back is not None and back.status.running == 3
+    finally:
+        await scheduler.status.drain(grace=0)
         await api.close()
 
 

@@ -515,6 +515,9 @@ class AsyncSched(Scheduler):
             name, _, value = line.partition(" ")
             if name in wanted:
                 found[wanted[name]] = float(value)
+            elif name.startswith("asyncsched_session_causes_total{"):
+                cause = name.partition('cause="')[2].partition('"')[0]
+                found[f"woken by {cause}"] = float(value)
         return found
 
     def start_profile(self, phase: str) -> None:

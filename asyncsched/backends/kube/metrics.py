@@ -61,6 +61,13 @@ class Metrics:
             "Events not sent because 1,000 were already waiting (as client-go drops them)",
             registry=r,
         )
+        self.session_causes = Counter(
+            "asyncsched_session_causes",
+            "Sessions by what woke the loop for them (one woken by several counts under each;"
+            " period: nothing did)",
+            ["cause"],
+            registry=r,
+        )
         self.stale_echoes = Counter(
             "asyncsched_podgroup_stale_echoes",
             "Watch echoes of a PodGroup status this scheduler had already written past",

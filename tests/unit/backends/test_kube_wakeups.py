@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 from kubernetes_asyncio import client as k8s_client
 
-from asyncsched.api import Condition, Node, ObjectMeta, PodGroup
+from asyncsched.api import Condition, Node, ObjectMeta, Pod, PodGroup
 from asyncsched.api.volcano import PodGroupSpec, PodGroupStatus
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.kube import KubeScheduler, SchedulerOptions
@@ -92,6 +92,43 @@ async def test_the_late_echo_of_an_older_status_write_leaves_the_newer_one_and_w
         assert back is not None and back.status.running == 3
     finally:
         await scheduler.status.drain(grace=0)
+        await api.close()
+
+
+async def test_deleting_a_podgroup_wakes_a_session_only_if_it_had_pods_or_held_room() -> None:
+    """A namespace swept away deletes its gangs' pods, then its PodGroups: a thousand
+    deletions of PodGroups with nothing left to decide must not run a session each."""
+    api = k8s_client.ApiClient()
+    try:
+        scheduler = KubeScheduler(
+            KubeClient(api), ConfigSource(Registry(), None), SchedulerOptions(identity="t")
+        )
+
+        def deleted(phase: str, min_member: int = 3, with_pod: bool = False) -> bool:
+            scheduler._podgroup_upserted(_podgroup("1", PodGroupStatus(phase=phase), min_member))
+            if with_pod:
+                pod = {
+                    "metadata": {
+                        "name": "p", "namespace": "ns", "uid": "p1",
+                        "annotations": {"scheduling.k8s.io/group-name": "pg"},
+                    },
+                    "spec": {"schedulerName": "volcano", "containers": [{"name": "c"}]},
+                }  # fmt: skip
+                scheduler._pod_upserted(msgspec.convert(pod, Pod))
+            scheduler.dirty.clear()
+            scheduler._podgroup_deleted("ns", "pg")
+            woke = scheduler.dirty.is_set()
+            if with_pod:
+                scheduler._pod_deleted("ns", "p")
+            assert "ns/pg" not in scheduler.cache.jobs
+            return woke
+
+        assert not deleted("Running"), "a gang whose pods are gone"
+        assert not deleted("Pending"), "never admitted: held nothing"
+        assert deleted("Inqueue"), "admitted: its minResources were held for it"
+        assert deleted("Running", min_member=0), "a gang of zero holds its minimum"
+        assert deleted("Running", with_pod=True), "its pods are still there"
+    finally:
         await api.close()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from asyncsched.api.volcano import PodGroupStatus
+from asyncsched.backends.kube.binder import Binder
 from asyncsched.backends.kube.client import MERGE_PATCH, connect
 from asyncsched.backends.kube.status import MAX_QUEUED_EVENTS, StatusWriter
 from asyncsched.framework.results import PodGroupUpdate
@@ -119,3 +120,36 @@ async def test_events_past_a_full_queue_are_dropped_and_a_stop_waits_only_its_gr
     assert 0 < len(sent) < MAX_QUEUED_EVENTS, "some sent within the grace, the rest given up"
     # the one in flight at the deadline may have reached the server before it was given up
     assert writer.writes <= len(sent) <= writer.writes + 1
+
+
+async def test_events_wait_while_binds_queue_for_the_api_server(kube: Kube) -> None:
+    """In a burst the API server paces the binds; an Event sent then takes its time from
+    them. The Scheduled Event of the first bind goes out once no bind waits for a slot."""
+    namespace = kube.namespace
+    for i in range(5):
+        pod = {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"},
+            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "x"}]},
+        }  # fmt: skip
+        await create(kube.api, pod, namespace)
+    client = await connect(str(kube.bed.kubeconfig))
+    began: list[str] = []
+    post = client.post
+
+    async def recorded(path: str, body: bytes) -> bytes:
+        began.append("bind" if path.endswith("/binding") else "event")
+        return await post(path, body)
+
+    client.post = recorded  # type: ignore[method-assign]
+    try:
+        binder = Binder(client, concurrency=1)
+        writer = StatusWriter(client, "test", events_wait=binder.unsaturated)
+        for i in range(5):
+            binder.submit(namespace, f"p{i}", "", "node-a", {})
+        writer.event("Pod", namespace, "p0", "", "Scheduled", "bound to node-a")
+        await binder.drain()
+        await writer.drain()
+    finally:
+        await client.close()
+    assert began == ["bind"] * 5 + ["event"]
+    assert (binder.sent, writer.writes, writer.errors) == (5, 1, 0)

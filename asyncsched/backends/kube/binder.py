@@ -65,6 +65,10 @@ class Binder:
         self._may_bind = may_bind
         self._on_done = on_done
         self._tasks: set[asyncio.Task[None]] = set()
+        self._queued = 0
+        """Binds submitted that have not yet had a slot."""
+        self._unsaturated = asyncio.Event()
+        self._unsaturated.set()
         self.sent = 0
         self.failed = 0
 
@@ -73,9 +77,18 @@ class Binder:
     ) -> None:
         """Bind in the background; ``annotations`` (the cards chosen) are written on the pod
         first, then carried by the Binding too (the API server merges them with the node)."""
+        self._queued += 1
+        self._unsaturated.clear()
         task = asyncio.create_task(self._bind(namespace, name, uid, node, annotations))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def unsaturated(self) -> None:
+        """Return once no bind waits for a slot.
+
+        While binds queue, the API server is what paces them: a write that can wait (an
+        Event) waits for this rather than take the server's time from the binds."""
+        await self._unsaturated.wait()
 
     async def drain(self) -> None:
         """Wait for every bind in flight (graceful shutdown, tests)."""
@@ -86,29 +99,42 @@ class Binder:
         self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
     ) -> None:
         key = f"{namespace}/{name}"
-        async with self._slots:
-            if not self._may_bind():
-                self._on_done(key, node, "not the leader any more")
-                return
-            body = msgspec.json.encode(
-                _Binding(
-                    metadata=_BindingMeta(
-                        name=name, namespace=namespace, uid=uid, annotations=annotations
-                    ),
-                    target=_Target(name=node),
-                )
+        try:
+            await self._slots.acquire()
+        finally:
+            self._queued -= 1
+            if not self._queued:
+                self._unsaturated.set()
+        try:
+            await self._send(key, namespace, name, uid, node, annotations)
+        finally:
+            self._slots.release()
+
+    async def _send(
+        self, key: str, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
+    ) -> None:
+        if not self._may_bind():
+            self._on_done(key, node, "not the leader any more")
+            return
+        body = msgspec.json.encode(
+            _Binding(
+                metadata=_BindingMeta(
+                    name=name, namespace=namespace, uid=uid, annotations=annotations
+                ),
+                target=_Target(name=node),
             )
-            try:
-                if annotations:
-                    await self.client.patch(
-                        f"/api/v1/namespaces/{namespace}/pods/{name}",
-                        msgspec.json.encode(_AnnotationPatch(_PatchMeta(annotations))),
-                    )
-                await self.client.post(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
-            except KubeError as exc:
-                self.failed += 1
-                log.warning("bind %s to %s failed: %s", key, node, exc)
-                self._on_done(key, node, str(exc))
-                return
-            self.sent += 1
-            self._on_done(key, node, None)
+        )
+        try:
+            if annotations:
+                await self.client.patch(
+                    f"/api/v1/namespaces/{namespace}/pods/{name}",
+                    msgspec.json.encode(_AnnotationPatch(_PatchMeta(annotations))),
+                )
+            await self.client.post(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
+        except KubeError as exc:
+            self.failed += 1
+            log.warning("bind %s to %s failed: %s", key, node, exc)
+            self._on_done(key, node, str(exc))
+            return
+        self.sent += 1
+        self._on_done(key, node, None)

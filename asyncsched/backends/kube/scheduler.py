@@ -127,7 +127,10 @@ class KubeScheduler(Effects):
         )
         self.evictor = Evictor(client, may_evict=self.is_leader, on_done=self._eviction_done)
         self.status = StatusWriter(
-            client, options.identity, on_event_dropped=self.metrics.events_dropped.inc
+            client,
+            options.identity,
+            on_event_dropped=self.metrics.events_dropped.inc,
+            events_wait=self.binder.unsaturated,
         )
         self._reported_bad: set[tuple[str, str, str, str]] = set()
         self._preemptors: dict[str, str] = {}

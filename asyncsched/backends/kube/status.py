@@ -60,7 +60,8 @@ def _podgroup_path(namespace: str, name: str) -> str:
 class StatusWriter:
     """Sends status patches and Events in the background, at most ``concurrency`` of each
     at once: Events (one per bind) have slots of their own, so a burst of them never
-    holds back a PodGroup's or a pod's status."""
+    holds back a PodGroup's or a pod's status. With ``events_wait``, each Event waits for
+    it first (the scheduler passes "no bind waits for a slot": binds before Events)."""
 
     def __init__(
         self,
@@ -68,6 +69,7 @@ class StatusWriter:
         identity: str,
         concurrency: int = 8,
         on_event_dropped: Callable[[], None] | None = None,
+        events_wait: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.client = client
         self.identity = identity
@@ -76,6 +78,7 @@ class StatusWriter:
         self._tasks: set[asyncio.Task[None]] = set()
         self._event_tasks: set[asyncio.Task[None]] = set()
         self._on_event_dropped = on_event_dropped
+        self._events_wait = events_wait
         self.events_dropped = 0
         self._reasons: dict[str, str] = {}
         self._podgroup_status_subresource: bool | None = None
@@ -93,12 +96,20 @@ class StatusWriter:
         """Run ``write`` when a slot is free; the request is made only then, so a write
         given up at shutdown before its turn leaves nothing half-begun."""
         slots = self._event_slots if event else self._slots
-        task: asyncio.Task[None] = asyncio.create_task(self._guard(write, slots))
+        wait = self._events_wait if event else None
+        task: asyncio.Task[None] = asyncio.create_task(self._guard(write, slots, wait))
         tasks = self._event_tasks if event else self._tasks
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
-    async def _guard(self, write: Callable[[], Awaitable[bytes]], slots: asyncio.Semaphore) -> None:
+    async def _guard(
+        self,
+        write: Callable[[], Awaitable[bytes]],
+        slots: asyncio.Semaphore,
+        wait: Callable[[], Awaitable[None]] | None,
+    ) -> None:
+        if wait is not None:
+            await wait()
         async with slots:
             try:
                 await write()

@@ -129,7 +129,7 @@ class ClusterCache:
     def upsert_pod(self, pod: Pod) -> None:
         """Take a Pod; ValueError (and no change) if its requests cannot be read.
 
-        Requests are parsed again only when the pod's spec object changed.
+        Requests are parsed again only when the pod's containers or overhead changed.
         """
         key = _pod_key(pod)
         previous = self.tasks.get(key)

@@ -106,12 +106,15 @@ def _container_requests(container: Container) -> Resource:
 
 
 def _same_requests(old: Pod, new: Pod) -> bool:
-    """Whether ``new`` certainly requests what ``old`` does: the same objects hold them."""
+    """Whether ``new`` requests what ``old`` does: the same objects hold them (an update made
+    with ``msgspec.structs.replace``), or equal ones (a watch event decodes a new pod each
+    time; comparing the containers costs far less than parsing their quantities again, and
+    a pod's status and binding updates, most of a burst's events, leave them as they were)."""
     a, b = old.spec, new.spec
     return a is b or (
-        a.containers is b.containers
-        and a.init_containers is b.init_containers
-        and a.overhead is b.overhead
+        (a.containers is b.containers or a.containers == b.containers)
+        and (a.init_containers is b.init_containers or a.init_containers == b.init_containers)
+        and (a.overhead is b.overhead or a.overhead == b.overhead)
     )
 
 
@@ -211,11 +214,11 @@ class TaskInfo(Tracked):
         previous: TaskInfo | None = None,
         pools: GpuPools = NO_POOLS,
     ) -> TaskInfo:
-        """The pod's task; its requests are parsed again only when its spec changed.
+        """The pod's task; its requests are parsed again only when its containers changed.
 
         ``previous`` is the task of an earlier version of the same pod: when the
-        new version keeps the same spec object (a status or nodeName update made
-        with ``msgspec.structs.replace`` does), its parsed requests are reused.
+        new version has the same or equal containers and overhead (a status or nodeName
+        update), its parsed requests are reused.
         ``pools``: the GPU model pools in force (a pod may ask cards of one by name).
         """
         meta = pod.metadata

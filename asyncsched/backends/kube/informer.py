@@ -89,6 +89,9 @@ class Backoff:
         self.delay = self.initial
 
 
+_EVENT = msgspec.json.Decoder(_Event)
+_NAMED = msgspec.json.Decoder(_Named)
+
 Handler = Callable[[Any], None]
 DeleteHandler = Callable[[str, str], None]
 BadHandler = Callable[[str, str, str, str], None]
@@ -121,6 +124,7 @@ class Informer(Generic[T]):
         """(namespace, name) -> resourceVersion of everything handed to on_upsert."""
         self.relists = 0
         self.errors = 0
+        self._decoder = msgspec.json.Decoder(resource.type)
 
     async def run(self, rounds: int | None = None) -> None:
         """List and watch until cancelled (or for ``rounds`` list+watch cycles, for tests)."""
@@ -184,23 +188,27 @@ class Informer(Generic[T]):
             self.resource.path, params, timeout=self.watch_seconds + 30
         ):
             try:
-                event = msgspec.json.decode(line, type=_Event)
+                event = _EVENT.decode(line)
             except msgspec.DecodeError:
                 log.warning("%s: unreadable watch line skipped", self.resource.kind)
                 continue
             if event.type == "ERROR":
                 status = msgspec.json.decode(event.object, type=_Status)
                 raise KubeError(status.code, status.message)
-            named = msgspec.json.decode(event.object, type=_Named)
-            version = named.metadata.resourceVersion or version
-            if event.type == "BOOKMARK":
+            if event.type == "BOOKMARK" or event.type == "DELETED":
+                named = _NAMED.decode(event.object).metadata
+                version = named.resourceVersion or version
+                if event.type == "DELETED":
+                    key = (named.namespace, named.name)
+                    self.known.pop(key, None)
+                    self.on_delete(*key)
                 continue
-            if event.type == "DELETED":
-                key = (named.metadata.namespace, named.metadata.name)
-                self.known.pop(key, None)
-                self.on_delete(*key)
+            applied = self._apply(event.object)  # one decode: its metadata has the version
+            if applied is None:
+                applied_version = _lenient_name(event.object).resourceVersion
             else:
-                self._apply(event.object)
+                applied_version = applied[1]
+            version = applied_version or version
         return version
 
     def _params(self, params: dict[str, str]) -> dict[str, str]:
@@ -210,7 +218,7 @@ class Informer(Generic[T]):
 
     def _apply(self, raw: msgspec.Raw) -> tuple[tuple[str, str], str] | None:
         try:
-            obj = msgspec.json.decode(raw, type=self.resource.type)
+            obj = self._decoder.decode(raw)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             named = _lenient_name(raw)
             self.on_bad(self.resource.kind, named.namespace, named.name, str(exc))
@@ -228,6 +236,6 @@ class Informer(Generic[T]):
 
 def _lenient_name(raw: msgspec.Raw) -> _Meta:
     try:
-        return msgspec.json.decode(raw, type=_Named).metadata
+        return _NAMED.decode(raw).metadata
     except (msgspec.ValidationError, msgspec.DecodeError):
         return _Meta(name="?")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from asyncsched.api import Pod
-from asyncsched.model.task import pod_preemptable, pod_requests, pod_role
+from asyncsched.model.task import TaskInfo, pod_preemptable, pod_requests, pod_role
 
 
 def _pod(spec: dict[str, object]) -> Pod:
@@ -56,3 +56,19 @@ def test_a_pods_role_is_its_task_spec_annotation_else_its_label() -> None:
     assert pod_role(_meta_pod({key: "ps"}, {key: "worker"})) == "ps"
     assert pod_role(_meta_pod({key: ""}, {key: "worker"})) == "worker"
     assert pod_role(_meta_pod({}, {})) == ""
+
+
+def test_a_pod_updated_keeps_its_requests_unless_its_containers_changed() -> None:
+    """Each watch event decodes the pod anew; a status or binding update keeps the parsed
+    requests (and the node's books) as they were, an in-place resize does not."""
+
+    def version(cpu: str, node: str = "") -> Pod:
+        container = {"name": "a", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+        return _pod({"containers": [container], "nodeName": node})
+
+    first = TaskInfo.from_pod(version("2"), job="ns/j", priority=0)
+    bound = TaskInfo.from_pod(version("2", node="n1"), job="ns/j", priority=0, previous=first)
+    assert bound.resreq is first.resreq and bound.node_name == "n1"
+
+    resized = TaskInfo.from_pod(version("3", node="n1"), job="ns/j", priority=0, previous=bound)
+    assert resized.resreq.get("cpu") == 3000 and resized.init_resreq.get("cpu") == 3000

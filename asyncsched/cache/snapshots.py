@@ -7,7 +7,8 @@ the session's changes are in the journal every clone writes to when touched
 (``asyncsched.model.journal``). A task copied again takes its job and its nodes
 along, so a job or node handed out again holds only current task copies. A
 task whose cache object is still the one it was copied from is made current
-in place (``TaskInfo.reset_from``) rather than copied anew.
+in place (``TaskInfo.reset_from``) rather than copied anew, and so is a node
+(``NodeInfo.reset_from``) while the node set stays.
 
 With ``ASYNCSCHED_CHECK_SNAPSHOTS=1`` in the environment every snapshot is also
 built from scratch and compared with the incremental one; a difference raises
@@ -17,6 +18,7 @@ built from scratch and compared with the incremental one; a difference raises
 from __future__ import annotations
 
 import logging
+import operator
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -175,6 +177,9 @@ class _Build:
         self.default_priority = next(
             (pc.value for pc in cache.priority_classes.values() if pc.global_default), 0
         )
+        self.replaced: set[str] = set()
+        """Nodes that held (in the last snapshot, after its session) a task copy this build
+        drops or replaces with a new copy: their task dicts are built again."""
 
     def run(self, full: bool = False) -> ClusterSnapshot:
         cache, handed, changes = self.cache, self.handed, self.cache.changes
@@ -340,18 +345,22 @@ class _Build:
         """Copy these tasks again (or drop those gone); a copy whose cache task is the one
         it was made from is made current in place."""
         cache, handed = self.cache, self.handed
-        sources, ruled = handed.sources, handed.ruled
+        sources, ruled, replaced = handed.sources, handed.ruled, self.replaced
         for key in task_keys:
             source = cache.tasks.get(key)
+            old = handed.tasks.get(key)
             if source is None:
+                if old is not None:
+                    replaced.add(old.node_name)
                 handed.tasks.pop(key, None)
                 sources.pop(key, None)
                 ruled.pop(key, None)
                 continue
-            old = handed.tasks.get(key)
             if old is not None and sources.get(key) is source:
                 old.reset_from(source)  # the same pod: only what sessions change can differ
             else:
+                if old is not None:
+                    replaced.add(old.node_name)
                 twin = handed.tasks[key] = self._task(source)
                 sources[key] = source
                 if has_pod_rules(twin.pod):
@@ -529,16 +538,28 @@ class _Build:
                 table.idle[rows] = source_table.idle[ats]
                 table.releasing[rows] = source_table.releasing[ats]
                 table.pipelined[rows] = source_table.pipelined[ats]
-        tasks = handed.tasks
+        tasks, replaced, same = handed.tasks, self.replaced, operator.is_
         for name in names:
             source = cache.nodes.get(name)
             if source is None:
                 handed.nodes.pop(name, None)
                 continue
-            twin = source.rebound(table, handed.positions[name])
-            twin.tasks = {key: tasks[key] for key in source.tasks}
-            twin.journal = handed.journal
-            handed.nodes[name] = twin
+            twin = None if renumber else handed.nodes.get(name)
+            if twin is None:
+                twin = source.rebound(table, handed.positions[name])
+                twin.tasks = {key: tasks[key] for key in source.tasks}
+                twin.journal = handed.journal
+                handed.nodes[name] = twin
+                continue
+            # The last snapshot's copy made current in place (``NodeInfo.reset_from``). Its
+            # tasks are still the right copies unless this build replaced one it held; then
+            # the same keys in the same order (by identity: a task's key object is its uid)
+            # mean the same dict as a fresh copy's. A session adds a task at the end, and
+            # the cache does when the bind arrives, so this is the usual case.
+            twin.reset_from(source, table, handed.positions[name])
+            held, wanted = twin.tasks, source.tasks
+            if name in replaced or len(held) != len(wanted) or not all(map(same, held, wanted)):
+                twin.tasks = {key: tasks[key] for key in wanted}
         if renumber:
             handed.nodes = {n: handed.nodes[n] for n in cache.nodes}
             for row, info in enumerate(handed.nodes.values()):

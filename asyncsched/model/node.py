@@ -117,6 +117,29 @@ class NodeInfo(Tracked):
         twin.journal = journal
         return twin
 
+    def reset_from(self, source: NodeInfo, table: NodeTable, row: int) -> None:
+        """Make this copy of ``source`` equal to a fresh ``source.rebound(table, row)``,
+        untouched and writing to the same journal, but for ``tasks``, which the caller
+        makes current (it knows which task copies are still the ones this node holds).
+
+        For a node a session touched: placing pods on nearly every node each session, the
+        snapshot would otherwise make a new NodeInfo (and task dict) per node per session,
+        all of which the cyclic collector then walks.
+        """
+        self.gpus = source.gpus
+        gpu_use = source.gpu_use
+        self.gpu_use = gpu_use.copy() if gpu_use is not None else None
+        self.labels = source.labels
+        self.max_pods = source.max_pods
+        self.name = source.name
+        self.node = source.node
+        self.ready = source.ready
+        self.row = row
+        self.table = table
+        self.taints = source.taints
+        self.unschedulable = source.unschedulable
+        self.touched = False
+
     # -- amounts -----------------------------------------------------------
 
     @property

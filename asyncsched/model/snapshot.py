@@ -28,6 +28,11 @@ a touched JobInfo none of whose tasks is copied again (so the session changed
 none of them), with the same cache entry and gang rules, can differ from a fresh
 copy only in its phase and PodGroup; the cache sets those, clears ``touched``
 and the memos (``JobInfo.reset_to``), and hands the same object out again.
+Likewise a touched NodeInfo whose node is still there is made current in place
+(``NodeInfo.reset_from``: every field from the cache's node, its table row copied
+from the cache's, its task dict built again unless it holds the very task copies,
+keys and order of a fresh one); the previous session is over, so nothing reads
+the old state.
 
 Settled jobs
 ------------

@@ -118,3 +118,48 @@ def test_a_job_a_session_only_admitted_is_made_current_in_place() -> None:
         assert job.allocated_at_open() is job.allocated
     for key in placed:
         assert second.jobs[key] is not first.jobs[key]
+
+
+def test_a_node_a_session_placed_on_is_made_current_in_place() -> None:
+    """A node the session touched is handed out again as the same object, made current
+    (untouched, equal to a fresh copy, its task dict the one a fresh copy has); when the
+    cache replaced or dropped a task copy the node held, its task dict is built again."""
+    objects: list[object] = [queue("q", weight=1)]
+    objects += [node(f"n{i}", cpu="4", memory="16Gi", gpu=2 * (i % 2)) for i in range(3)]
+    for g in range(3):
+        objects.append(podgroup(f"g{g}", 2, namespace="q", queue="q", phase="Inqueue"))
+        objects += [pod(f"g{g}-{i}", namespace="q", group=f"g{g}", gpu=g % 2) for i in range(2)]
+    cache = cache_of(*objects)
+    loaded = ConfigSource(Registry()).current
+
+    def session(uid: str) -> ClusterSnapshot:
+        snapshot = cache.snapshot()
+        result, _ = run_session(snapshot, loaded, uid)
+        for bind in result.binds:
+            cache.mark_binding(bind.uid, bind.node, bind.gpu_claim)
+        return snapshot
+
+    first = session("s0")
+    touched = {name for name, info in first.nodes.items() if info.touched}
+    assert touched and all(info.tasks for name, info in first.nodes.items() if name in touched)
+    second = cache.snapshot()
+    assert snapshot_differences(second, cache.trial_snapshot()) == []
+    for name in first.nodes:
+        assert second.nodes[name] is first.nodes[name]
+        assert not second.nodes[name].touched
+        assert list(second.nodes[name].tasks) == list(cache.nodes[name].tasks)
+    _tasks(second)  # one copy of each task, wherever held
+
+    # A bound pod's new version (a new cache task: a new copy) and a deleted pod.
+    bound = next(key for key, task in second.jobs["q/g0"].tasks.items() if task.node_name)
+    where = second.jobs["q/g0"].tasks[bound].node_name
+    cache.upsert_pod(pod(bound.split("/")[1], namespace="q", group="g0", node_name=where,
+                         phase="Running"))  # fmt: skip
+    gone = next(key for key, task in second.jobs["q/g1"].tasks.items() if task.node_name)
+    cache.delete_pod("q", gone.split("/")[1])
+    third = cache.snapshot()
+    assert snapshot_differences(third, cache.trial_snapshot()) == []
+    assert third.nodes[where].tasks[bound] is third.jobs["q/g0"].tasks[bound]
+    assert third.nodes[where].tasks[bound] is not second.jobs["q/g0"].tasks[bound]
+    assert all(gone not in info.tasks for info in third.nodes.values())
+    _tasks(third)

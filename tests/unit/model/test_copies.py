@@ -66,3 +66,20 @@ def test_an_empty_job_copy_has_every_slot_and_no_memo() -> None:
         "podgroup_in_sync", "settled_under", "share_memo", "tasks", "touched",
     }  # fmt: skip
     assert set(_slots(JobInfo)) == set(kept) | reset, "a new slot: say how the copy gets it"
+
+
+def test_a_node_made_current_in_place_equals_a_rebound_copy() -> None:
+    """``NodeInfo.reset_from`` sets every slot a ``rebound`` copy gets from its source (but
+    the tasks, which the snapshot makes current itself)."""
+    table = NodeTable()
+    for source in (NodeInfo(node("n1"), table), NodeInfo(node("n2", gpu=8), table)):
+        journal: Journal = []
+        stale = NodeInfo(node("other", cpu="3"), table).rebound(table, 3, journal)
+        stale.touched = True
+        stale.reset_from(source, table, 7)
+        fresh = source.rebound(table, 7, journal)
+        for slot in _slots(NodeInfo):
+            if slot != "tasks":
+                assert getattr(stale, slot) == getattr(fresh, slot), slot
+        if source.gpu_use is not None:
+            assert stale.gpu_use is not source.gpu_use

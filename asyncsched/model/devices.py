@@ -515,14 +515,13 @@ class GpuUse:
         if uid in self.held or claim.source != self.gpus.source:
             return
         booked: list[tuple[int, int, int, bool]] = []
-        if claim.source == "plain":
-            cards = self.gpus.cards
-            free = [
-                i
-                for i in range(len(self.sharers))
-                if not self.sharers[i] and cards[i].resource == claim.resource
-            ]
-            booked = [(i, 0, CARD_CORES, True) for i in free[: claim.plain]]
+        if claim.source == "plain":  # the first ``plain`` cards of its resource no one holds
+            sharers, wanted, resource = self.sharers, claim.plain, claim.resource
+            for i, card in enumerate(self.gpus.cards):
+                if len(booked) >= wanted:
+                    break
+                if not sharers[i] and card.resource == resource:
+                    booked.append((i, 0, CARD_CORES, True))
         else:
             for share in claim.shares:
                 position = self._position(share)

@@ -27,7 +27,8 @@ checkout (see target.py). The last line is one JSON object: {"nodes", "pods",
 "pods_per_s", "session_p99_ms", "session_p99_cpu_ms" (the process's CPU clock, for a loaded
 machine), "pods_per_cpu_s", "sessions", "session_budget", "rss_mb", "native",
 "asyncsched_version", "asyncsched_path"}. The cache is frozen out of the garbage
-collector's reach once built, as the scheduler does once its informers have synced.
+collector's reach once built, as the scheduler does once its informers have synced, and
+so is the first snapshot, as the scheduler does with its own first.
 """
 
 from __future__ import annotations
@@ -287,7 +288,8 @@ def main() -> None:
     for n in range(args.max_sessions):
         began = time.perf_counter()
         cpu_began = time.process_time()
-        result, _ = run_session(cache.snapshot(), loaded, uid=f"s{n}", budget=args.session_budget)
+        snapshot = cache.snapshot(freeze=n == 0)  # as the scheduler does with its first
+        result, _ = run_session(snapshot, loaded, uid=f"s{n}", budget=args.session_budget)
         for update in result.podgroups:
             cache.set_podgroup_status(update.job, written_status(update))
         for bind in result.binds:

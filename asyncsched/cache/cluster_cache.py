@@ -26,7 +26,7 @@ from asyncsched.model import (
     TaskStatus,
 )
 from asyncsched.model.devices import GpuClaim, pod_gpu_claim, pod_gpu_request
-from asyncsched.model.gcpause import gc_paused
+from asyncsched.model.gcpause import freeze_young, gc_paused
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]
@@ -382,15 +382,21 @@ class ClusterCache:
 
     # -- snapshot --------------------------------------------------------------
 
-    def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
+    def snapshot(self, now: float = 0.0, freeze: bool = False) -> ClusterSnapshot:
         """A copy for one session: compact node table, cloned tasks, resolved priorities.
 
         Incremental: what neither the cache nor the previous session changed is
         the previous snapshot's object again, so take the next snapshot only once
         the session on the previous one has finished (as the scheduler loops do).
+        ``freeze``: put what is alive afterwards out of the cyclic collector's reach
+        before it runs (``gcpause.freeze_young``); a scheduler asks it once, for its first
+        snapshot, whose copies of every task live as long as the cache.
         """
         with gc_paused():
-            return self._snapshots.take(self, now)
+            snapshot = self._snapshots.take(self, now)
+            if freeze:
+                freeze_young()
+            return snapshot
 
     def trial_snapshot(self, now: float = 0.0) -> ClusterSnapshot:
         """A snapshot of its own, for a trial session that changes it (the descheduler asks

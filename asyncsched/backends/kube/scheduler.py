@@ -140,6 +140,8 @@ class KubeScheduler(Effects):
         self.sessions = 0
         self._causes: set[str] = set()
         """What woke the loop since the last session began (``asyncsched_session_causes``)."""
+        self._freeze_snapshot = False
+        """Freeze (``ClusterCache.snapshot``) the next snapshot: the first after the cache's."""
         self.informers: list[Informer[Any]] = [
             Informer(client, PODS, self._pod_upserted, self._pod_deleted, self._bad_object),
             Informer(client, NODES, self._node_upserted, self._node_deleted, self._bad_object),
@@ -371,6 +373,7 @@ class KubeScheduler(Effects):
                 "informers synced: %d nodes, %d pods", len(self.cache.nodes), len(self.cache.tasks)
             )
             freeze_long_lived()
+            self._freeze_snapshot = True
             while not stop.is_set():
                 await self._wait_for_work(stop)
                 if stop.is_set():
@@ -424,7 +427,9 @@ class KubeScheduler(Effects):
         self._causes.clear()
         began = time.perf_counter()
         self.cache.set_gpu_pools(self.config.current.gpu_pools)
-        snapshot = self.cache.snapshot(now=time.time())
+        # The first snapshot after the freeze copies every task: as long-lived as the cache.
+        freeze, self._freeze_snapshot = self._freeze_snapshot, False
+        snapshot = self.cache.snapshot(now=time.time(), freeze=freeze)
         snapshot_ms = (time.perf_counter() - began) * 1000.0
         self._report_network(snapshot.hypernodes)
         uid = f"{self.options.identity}-{self.sessions}"

@@ -29,3 +29,26 @@ def test_after_the_freeze_middle_passes_are_rarer_and_new_cycles_are_still_colle
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_a_snapshot_taken_with_freeze_is_out_of_the_collectors_reach() -> None:
+    """The scheduler's first snapshot (its copies of every task) is frozen before the
+    collector walks it; a snapshot taken without it is not."""
+    from asyncsched.cache import ClusterCache
+    from tests.builders import node, pod
+
+    cache = ClusterCache()
+    cache.upsert_node(node("n0"))
+    for i in range(3):
+        cache.upsert_pod(pod(f"p{i}"))
+    try:
+        plain = cache.trial_snapshot()
+        young = {id(o) for o in gc.get_objects()}  # frozen objects are in no generation
+        assert all(id(job) in young for job in plain.jobs.values())
+        frozen = cache.snapshot(freeze=True)
+        young = {id(o) for o in gc.get_objects()}
+        tasks = [t for job in frozen.jobs.values() for t in job.tasks.values()]
+        assert len(tasks) == 3 and not any(id(t) in young for t in tasks)
+        assert not any(id(job) in young for job in frozen.jobs.values())
+    finally:
+        gc.unfreeze()

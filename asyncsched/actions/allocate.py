@@ -65,9 +65,9 @@ class _Allocation:
         self.walk = Walk(ssn)
         self.tasks: dict[str, deque[TaskInfo]] = {}
         self.unordered: set[str] = set()
-        """Jobs whose tasks are not in task order yet: with a fixed task order
-        (``Session.fixed_task_order``) the order taken at a job's first turn is the one
-        taken when it was collected, so it is taken only for jobs that get a turn."""
+        """Jobs whose tasks are not gathered yet: with a fixed task order
+        (``Session.fixed_task_order``) the tasks and order taken at a job's first turn are
+        those it had when collected, so they are taken only for jobs that get a turn."""
         self.failed_roles: dict[str, dict[str, FitErrors | None]] = {}
         """Per job, the roles a task failed to fit this run, with that task's fit errors."""
 
@@ -86,10 +86,11 @@ class _Allocation:
             job = walk.pop_job(queue)
             if job is None:
                 continue
-            tasks = self.tasks[job.uid]
             if job.uid in self.unordered:
                 self.unordered.discard(job.uid)
-                tasks = self.tasks[job.uid] = deque(ordered_tasks(ssn, list(tasks)))
+                tasks = self.tasks[job.uid] = deque(ordered_tasks(ssn, _pending(job)))
+            else:
+                tasks = self.tasks[job.uid]
             stmt = self._allocate_job(job, queue, tasks)
             if stmt is not None and ssn.job_ready(job):
                 budget.spend(len(stmt))
@@ -118,13 +119,18 @@ class _Allocation:
             queue = ssn.queue_of(job)
             if queue is None:
                 continue
-            pending = [t for t in job.pending_tasks() if not t.best_effort]
-            if not pending:
-                continue
-            if fixed:  # ordered when the job's turn first comes (most wait, under a budget)
+            if fixed:
+                # Gathered and ordered when the job's turn first comes (most wait, under a
+                # budget): until then only its own turns change its tasks, so they are the
+                # same tasks in the same order as now.
+                waiting = job.by_status.get(TaskStatus.PENDING)
+                if not waiting or len(waiting) <= job.n_pending_best_effort:
+                    continue
                 self.unordered.add(job.uid)
-                self.tasks[job.uid] = deque(pending)
             else:
+                pending = _pending(job)
+                if not pending:
+                    continue
                 self.tasks[job.uid] = deque(ordered_tasks(ssn, pending))
             self.walk.add(queue, job)
 
@@ -266,6 +272,12 @@ class _Trial:
     first_errors: FitErrors | None = None
     refused: TaskInfo | None = None
     """The first task the queue would not take."""
+
+
+def _pending(job: JobInfo) -> list[TaskInfo]:
+    """The job's pending tasks allocate places (best-effort ones go in at the end, when the
+    gang is whole: ``place_best_effort_members``)."""
+    return [t for t in job.pending_tasks() if not t.best_effort]
 
 
 def _need_continue(job: JobInfo, failed_roles: dict[str, Any]) -> bool:

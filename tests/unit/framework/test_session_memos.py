@@ -134,7 +134,7 @@ def test_queue_books_from_memos_equal_the_sums_taken_afresh() -> None:
 def test_tasks_ordered_at_a_jobs_first_turn_are_placed_as_when_ordered_up_front(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """With a fixed task order allocate orders a job's tasks only when its turn comes;
+    """With a fixed task order allocate gathers and orders a job's tasks when its turn comes;
     a task order that is not fixed orders every job's tasks up front (the plain rule)."""
     loaded = ConfigSource(Registry()).current
 

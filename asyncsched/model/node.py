@@ -97,23 +97,9 @@ class NodeInfo(Tracked):
     def rebound(self, table: NodeTable, row: int, journal: Journal | None = None) -> NodeInfo:
         """A copy, without tasks and untouched, whose books are row ``row`` of ``table``
         (a snapshot's) and whose changes go to ``journal``."""
-        # Every slot by name (a loop of getattr/setattr cost a third of a snapshot's node
-        # copies); tests/unit/model/test_copies.py checks that no slot is left out.
         twin = NodeInfo.__new__(NodeInfo)
-        twin.gpus = self.gpus
-        gpu_use = self.gpu_use
-        twin.gpu_use = gpu_use.copy() if gpu_use is not None else None
-        twin.labels = self.labels
-        twin.max_pods = self.max_pods
-        twin.name = self.name
-        twin.node = self.node
-        twin.ready = self.ready
-        twin.row = row
-        twin.table = table
-        twin.taints = self.taints
+        twin.reset_from(self, table, row)
         twin.tasks = {}
-        twin.unschedulable = self.unschedulable
-        twin.touched = False
         twin.journal = journal
         return twin
 
@@ -124,7 +110,9 @@ class NodeInfo(Tracked):
 
         For a node a session touched: placing pods on nearly every node each session, the
         snapshot would otherwise make a new NodeInfo (and task dict) per node per session,
-        all of which the cyclic collector then walks.
+        all of which the cyclic collector then walks. Every slot by name (a loop of
+        getattr/setattr cost a third of a snapshot's node copies);
+        tests/unit/model/test_copies.py checks that no slot is left out.
         """
         self.gpus = source.gpus
         gpu_use = source.gpu_use

@@ -13,25 +13,32 @@ from tests.e2e.conftest import Kube
 from tests.e2e.scheduler_proc import create, request
 
 
-async def test_statuses_decided_while_a_write_waits_are_sent_once_as_the_newest(
-    kube: Kube,
-) -> None:
-    namespace = kube.namespace
+async def _create_podgroup(kube: Kube) -> None:
     podgroup = {
         "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
         "metadata": {"name": "pg"}, "spec": {"minMember": 3, "queue": "default"},
     }  # fmt: skip
-    await create(kube.api, podgroup, namespace)
+    await create(kube.api, podgroup, kube.namespace)
+
+
+def _running(namespace: str, running: int) -> PodGroupUpdate:
+    return PodGroupUpdate(
+        job=f"{namespace}/pg", namespace=namespace, name="pg", phase="Running",
+        conditions=(), running=running, succeeded=0, failed=0,
+    )  # fmt: skip
+
+
+async def test_statuses_decided_while_a_write_waits_are_sent_once_as_the_newest(
+    kube: Kube,
+) -> None:
+    namespace = kube.namespace
+    await _create_podgroup(kube)
     client = await connect(str(kube.bed.kubeconfig))
     try:
         writer = StatusWriter(client, "test", concurrency=1)
         current = PodGroupStatus()
         for running in (1, 2, 3):  # three sessions' worth, before the first write is sent
-            update = PodGroupUpdate(
-                job=f"{namespace}/pg", namespace=namespace, name="pg", phase="Running",
-                conditions=(), running=running, succeeded=0, failed=0,
-            )  # fmt: skip
-            current = writer.podgroup(update, current) or current
+            current = writer.podgroup(_running(namespace, running), current) or current
         await writer.drain()
     finally:
         await client.close()
@@ -48,11 +55,7 @@ async def test_a_podgroup_has_one_status_write_in_flight_and_the_newest_lands_la
     """Two writes of one PodGroup in flight at once could land newest first, leaving the
     older status in the cluster while the scheduler believes the newer one is there."""
     namespace = kube.namespace
-    podgroup = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-        "metadata": {"name": "pg"}, "spec": {"minMember": 3, "queue": "default"},
-    }  # fmt: skip
-    await create(kube.api, podgroup, namespace)
+    await _create_podgroup(kube)
     client = await connect(str(kube.bed.kubeconfig))
     in_flight, most = 0, 0
     sent: list[bytes] = []
@@ -74,11 +77,7 @@ async def test_a_podgroup_has_one_status_write_in_flight_and_the_newest_lands_la
         writer = StatusWriter(client, "test", concurrency=8)
         current = PodGroupStatus()
         for running in (1, 2, 3):
-            update = PodGroupUpdate(
-                job=f"{namespace}/pg", namespace=namespace, name="pg", phase="Running",
-                conditions=(), running=running, succeeded=0, failed=0,
-            )  # fmt: skip
-            current = writer.podgroup(update, current) or current
+            current = writer.podgroup(_running(namespace, running), current) or current
             if running == 1:
                 for _ in range(3):  # the first write gets its slot and is sent
                     await asyncio.sleep(0)

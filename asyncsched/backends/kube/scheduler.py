@@ -265,10 +265,9 @@ class KubeScheduler(Effects):
         meta = podgroup.metadata
         entry = self.cache.jobs.get(f"{meta.namespace}/{meta.name}")
         before = entry.podgroup if entry is not None else None
-        stale = before is not None and self.status.stale_echo(
+        if before is not None and self.status.stale_echo(
             meta.namespace, meta.name, podgroup.status
-        )
-        if stale and before is not None:
+        ):
             self.metrics.stale_echoes.inc()
             podgroup = msgspec.structs.replace(podgroup, status=before.status)
         self.cache.upsert_podgroup(podgroup)

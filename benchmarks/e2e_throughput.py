@@ -65,7 +65,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -207,6 +207,7 @@ class PodWatch:
     bound_count: int = 0
     all_bound: asyncio.Event = field(default_factory=asyncio.Event)
     expected: int = 0
+    on_first_bound: Callable[[], None] | None = None
 
     def entry(self, name: str) -> Observed:
         found = self.pods.get(name)
@@ -242,6 +243,8 @@ class PodWatch:
                 if pod.spec.nodeName and seen.bound is None:
                     seen.bound = arrived
                     self.bound_count += 1
+                    if self.bound_count == 1 and self.on_first_bound is not None:
+                        self.on_first_bound()
                     waiter = self.waiters.pop(pod.metadata.name, None)
                     if waiter is not None:
                         waiter.set()
@@ -819,8 +822,32 @@ async def ensure_default_queue(client: KubeClient) -> None:
         await client.post("/apis/scheduling.volcano.sh/v1beta1/queues", body)
 
 
+def bed_cpu(bed: Testbed) -> dict[str, float]:
+    """CPU seconds each control-plane process has used so far: the difference over a run
+    is what serving that scheduler cost the API server, etcd and KWOK on the shared cores."""
+    return {name: cpu_seconds(comp.pid) for name, comp in bed.components.items()}
+
+
+async def settle(bed: Testbed, idle_cores: float = 0.6, longest: float = 120.0) -> float:
+    """Wait until the control plane is about idle (its 1,000 nodes' lease renewals alone use
+    ~0.4 core here): the previous run's aftermath (KWOK's backlog of pod status writes, the
+    namespace sweep) must not run inside the next scheduler's window. Seconds waited."""
+    began = time.monotonic()
+    while time.monotonic() - began < longest:
+        before = sum(bed_cpu(bed).values())
+        await asyncio.sleep(2.0)
+        if (sum(bed_cpu(bed).values()) - before) / 2.0 < idle_cores:
+            break
+    return round(time.monotonic() - began, 1)
+
+
 async def measure_precreated(
-    client: KubeClient, scheduler: Scheduler, args: argparse.Namespace, run: str, gang: int
+    client: KubeClient,
+    scheduler: Scheduler,
+    args: argparse.Namespace,
+    run: str,
+    gang: int,
+    bed: Testbed,
 ) -> dict[str, Any]:
     """The protocol of issue 16: every pod (in PodGroups of ``gang`` when > 1) exists before
     the scheduler starts; throughput counts from the first bind to the last; the scheduler's
@@ -853,13 +880,21 @@ async def measure_precreated(
     log(f"{args.pods} pods created in {result['create_seconds']}s before {scheduler.name} starts")
     watch = PodWatch(client, namespace)
     watch.expected = args.pods
+    at_first_bind: dict[str, float] = {}
+
+    def first_bound() -> None:
+        at_first_bind.update(bed_cpu(bed), scheduler=cpu_seconds(scheduler.pid))
+
+    watch.on_first_bound = first_bound
     watcher = asyncio.create_task(watch.run())
     try:
         await asyncio.sleep(1.0)  # the watch has listed what exists
+        result["seconds_settling"] = await settle(bed)
         if isinstance(scheduler, CommandScheduler):
             scheduler.namespace = namespace
         result["load_before"] = [round(x, 2) for x in os.getloadavg()]
         writes_before = await api_writes(client)
+        served_before = bed_cpu(bed)
         scheduler.start()
         started = time.time()
         if isinstance(scheduler, AsyncSched):
@@ -870,6 +905,9 @@ async def measure_precreated(
         except TimeoutError:
             log(f"timed out: {watch.bound_count} bound")
         cpu = cpu_seconds(scheduler.pid)  # from the process's start: its first listing too
+        served = {k: round(v - served_before.get(k, 0.0), 1) for k, v in bed_cpu(bed).items()}
+        in_window = {**bed_cpu(bed), "scheduler": cpu}
+        in_window = {k: round(v - at_first_bind.get(k, v), 2) for k, v in in_window.items()}
         if isinstance(scheduler, AsyncSched):
             scheduler.stop_profile()
         bound = sorted(p.bound for p in watch.pods.values() if p.bound is not None)
@@ -881,6 +919,11 @@ async def measure_precreated(
             "seconds_first_to_last_bind": round(span, 2),
             "scheduler_cpu_seconds": round(cpu, 1),
             "scheduler_cpu_ms_per_pod": round(cpu / len(bound) * 1000, 2) if bound else None,
+            "bed_cpu_seconds": served,
+            "window_cpu_seconds": in_window,
+            "machine_cpu_ms_per_pod": (
+                round(sum(in_window.values()) / len(bound) * 1000, 3) if bound else None
+            ),
             "load_after": [round(x, 2) for x in os.getloadavg()],
         })  # fmt: skip
         await asyncio.sleep(3.0)  # status writes and Events that follow the last bind
@@ -939,7 +982,7 @@ async def run_precreated(bed: Testbed, args: argparse.Namespace) -> dict[str, An
                 if not args.pods:
                     continue
                 try:
-                    figures = await measure_precreated(client, scheduler, args, run, gang)
+                    figures = await measure_precreated(client, scheduler, args, run, gang, bed)
                     measured.append({**figures, "round": round_})
                 finally:
                     await clean_namespace(client, f"bench-{run}")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+
+import msgspec
 
 from asyncsched.api.volcano import PodGroupStatus
 from asyncsched.backends.kube.binder import Binder
-from asyncsched.backends.kube.client import MERGE_PATCH, connect
+from asyncsched.backends.kube.client import MERGE_PATCH, KubeClient, connect
 from asyncsched.backends.kube.status import MAX_QUEUED_EVENTS, StatusWriter
 from asyncsched.framework.results import PodGroupUpdate
 from tests.e2e.conftest import Kube
@@ -142,7 +145,7 @@ async def test_events_wait_while_binds_queue_for_the_api_server(kube: Kube) -> N
     client.post = recorded  # type: ignore[method-assign]
     try:
         binder = Binder(client, concurrency=1)
-        writer = StatusWriter(client, "test", events_wait=binder.unsaturated)
+        writer = StatusWriter(client, "test", yield_to_binds=binder.unsaturated)
         for i in range(5):
             binder.submit(namespace, f"p{i}", "", "node-a", {})
         writer.event("Pod", namespace, "p0", "", "Scheduled", "bound to node-a")
@@ -152,3 +155,78 @@ async def test_events_wait_while_binds_queue_for_the_api_server(kube: Kube) -> N
         await client.close()
     assert began == ["bind"] * 5 + ["event"]
     assert (binder.sent, writer.writes, writer.errors) == (5, 1, 0)
+
+
+def _recording(client: KubeClient, began: list[str]) -> None:
+    """Note each bind and each PodGroup status write (with its phase) as it begins."""
+    post, patch = client.post, client.patch
+
+    async def posted(path: str, body: bytes) -> bytes:
+        began.append("bind")
+        return await post(path, body)
+
+    async def patched(path: str, body: bytes, content_type: str = MERGE_PATCH) -> bytes:
+        if not path.endswith("/status"):  # the first try, on /status, finds no subresource
+            phase = msgspec.json.decode(body)["status"]["phase"]
+            began.append(f"{path.rsplit('/', 1)[1]} {phase}")
+        return await patch(path, body, content_type)
+
+    client.post = posted  # type: ignore[method-assign]
+    client.patch = patched  # type: ignore[method-assign]
+
+
+async def test_podgroup_statuses_wait_for_queued_binds_unless_a_controller_acts_on_them(
+    kube: Kube,
+) -> None:
+    """While binds queue, a Running status waits for them; an Inqueue one (on which
+    Volcano's job controller creates the job's pods) is written at once, and takes the
+    newest status with it when a Running one was already waiting."""
+    namespace = kube.namespace
+    await _create_podgroup(kube)
+    second = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "pg2"}, "spec": {"minMember": 3, "queue": "default"},
+    }  # fmt: skip
+    await create(kube.api, second, namespace)
+    for i in range(5):
+        pod = {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"},
+            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "x"}]},
+        }  # fmt: skip
+        await create(kube.api, pod, namespace)
+    running = _running(namespace, 3)
+    inqueue = dataclasses.replace(_running(namespace, 0), name="pg2", phase="Inqueue")
+    began: list[str] = []
+    client = await connect(str(kube.bed.kubeconfig))
+    _recording(client, began)
+    try:
+        binder = Binder(client, concurrency=1)
+        writer = StatusWriter(client, "test", yield_to_binds=binder.unsaturated)
+        for i in range(5):
+            binder.submit(namespace, f"p{i}", "", "node-a", {})
+        writer.podgroup(running, PodGroupStatus())
+        writer.podgroup(inqueue, PodGroupStatus())
+        await binder.drain()
+        await writer.drain()
+    finally:
+        await client.close()
+    assert began[0] == "bind" and began.index("pg2 Inqueue") < 5 < began.index("pg Running")
+    assert sorted(began) == ["bind"] * 5 + ["pg Running", "pg2 Inqueue"]
+
+    began.clear()
+    client = await connect(str(kube.bed.kubeconfig))
+    _recording(client, began)
+    try:
+        binder = Binder(client, concurrency=1)
+        writer = StatusWriter(client, "test", yield_to_binds=binder.unsaturated)
+        for i in range(5):
+            binder.submit(namespace, f"p{i}", "", "node-a", {})  # refused: bound already
+        waiting = dataclasses.replace(inqueue, phase="Running", running=1)
+        current = writer.podgroup(waiting, PodGroupStatus()) or PodGroupStatus()
+        writer.podgroup(dataclasses.replace(inqueue, phase="Inqueue", running=2), current)
+        await binder.drain()
+        await writer.drain()
+    finally:
+        await client.close()
+    assert began.index("pg2 Inqueue") < 5 and began.count("bind") == 5
+    assert (writer.writes, writer.errors) == (1, 0), "the waiting status went with it"

@@ -6,6 +6,11 @@ waiting to be sent is replaced by a newer one rather than followed by it, one Po
 has at most one write in flight (so the newest status is the one that lands), and a pod's
 Unschedulable condition and Event are written when its reason changes, so a
 pending pod does not cost a write every second.
+
+Binds come first. Events and the PodGroup statuses no controller acts on wait while binds
+queue for the API server; a PodGroup turning Inqueue or Unknown does not wait, since
+Volcano's job controller acts on those (it creates a job's pods once its PodGroup leaves
+Pending, and restarts a job whose PodGroup turns Unknown).
 """
 
 from __future__ import annotations
@@ -43,6 +48,10 @@ def _comparable(status: PodGroupStatus) -> tuple[object, ...]:
     )
 
 
+URGENT_PHASES = frozenset({"Inqueue", "Unknown"})
+"""PodGroup phases a controller acts on: a write that turns a PodGroup to one of them never
+waits for the binds."""
+
 UNECHOED_KEPT = 8
 """Statuses remembered per PodGroup until their watch echo comes back (the oldest are
 forgotten past this: a write that failed is never echoed)."""
@@ -60,8 +69,9 @@ def _podgroup_path(namespace: str, name: str) -> str:
 class StatusWriter:
     """Sends status patches and Events in the background, at most ``concurrency`` of each
     at once: Events (one per bind) have slots of their own, so a burst of them never
-    holds back a PodGroup's or a pod's status. With ``events_wait``, each Event waits for
-    it first (the scheduler passes "no bind waits for a slot": binds before Events)."""
+    holds back a PodGroup's or a pod's status. With ``yield_to_binds``, each Event and each
+    PodGroup status outside ``URGENT_PHASES`` waits for it first (the scheduler passes "no
+    bind waits for a slot"): while binds queue, the API server's time goes to them."""
 
     def __init__(
         self,
@@ -69,7 +79,7 @@ class StatusWriter:
         identity: str,
         concurrency: int = 8,
         on_event_dropped: Callable[[], None] | None = None,
-        events_wait: Callable[[], Awaitable[None]] | None = None,
+        yield_to_binds: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.client = client
         self.identity = identity
@@ -78,12 +88,15 @@ class StatusWriter:
         self._tasks: set[asyncio.Task[None]] = set()
         self._event_tasks: set[asyncio.Task[None]] = set()
         self._on_event_dropped = on_event_dropped
-        self._events_wait = events_wait
+        self._yield_to_binds = yield_to_binds
         self.events_dropped = 0
         self._reasons: dict[str, str] = {}
         self._podgroup_status_subresource: bool | None = None
         self._podgroups_waiting: dict[str, bytes] = {}
         """Per PodGroup path, the newest status body not yet sent (waiting for a slot)."""
+        self._podgroups_urgent: set[str] = set()
+        """PodGroup paths whose waiting status does not wait for the binds, and has a write
+        of its own on the way that does not either."""
         self._podgroups_in_flight: set[str] = set()
         self._unechoed: dict[str, list[tuple[object, ...]]] = {}
         """Per PodGroup path, the statuses written (or queued) whose echo has not come
@@ -92,11 +105,17 @@ class StatusWriter:
         self.writes = 0
         self.errors = 0
 
-    def _spawn(self, write: Callable[[], Awaitable[bytes]], event: bool = False) -> None:
-        """Run ``write`` when a slot is free; the request is made only then, so a write
-        given up at shutdown before its turn leaves nothing half-begun."""
+    def _spawn(
+        self,
+        write: Callable[[], Awaitable[bytes | None]],
+        event: bool = False,
+        yields: bool = False,
+    ) -> None:
+        """Run ``write`` when a slot is free (and, if it ``yields``, once binds flow); the
+        request is made only then, so a write given up at shutdown before its turn leaves
+        nothing half-begun. Events always yield."""
         slots = self._event_slots if event else self._slots
-        wait = self._events_wait if event else None
+        wait = self._yield_to_binds if event or yields else None
         task: asyncio.Task[None] = asyncio.create_task(self._guard(write, slots, wait))
         tasks = self._event_tasks if event else self._tasks
         tasks.add(task)
@@ -104,7 +123,7 @@ class StatusWriter:
 
     async def _guard(
         self,
-        write: Callable[[], Awaitable[bytes]],
+        write: Callable[[], Awaitable[bytes | None]],
         slots: asyncio.Semaphore,
         wait: Callable[[], Awaitable[None]] | None,
     ) -> None:
@@ -112,8 +131,8 @@ class StatusWriter:
             await wait()
         async with slots:
             try:
-                await write()
-                self.writes += 1
+                if await write() is not None:
+                    self.writes += 1
             except KubeError as exc:
                 self.errors += 1
                 log.warning("status write failed: %s", exc)
@@ -172,10 +191,15 @@ class StatusWriter:
         unechoed = self._unechoed.setdefault(path, [])
         unechoed.append(_comparable(status))
         del unechoed[:-UNECHOED_KEPT]
-        waiting = path in self._podgroups_waiting
+        urgent = status.phase != current.phase and status.phase in URGENT_PHASES
+        has_write = path in self._podgroups_waiting or path in self._podgroups_in_flight
         self._podgroups_waiting[path] = body
-        if not waiting and path not in self._podgroups_in_flight:
-            self._spawn(lambda: self._send_podgroup(path))
+        if urgent and path not in self._podgroups_urgent:
+            self._podgroups_urgent.add(path)
+            if path not in self._podgroups_in_flight:  # else it follows the one in flight
+                self._spawn(lambda: self._send_podgroup(path))
+        elif not has_write:
+            self._spawn(lambda: self._send_podgroup(path), yields=True)
         self._notice_events(update, current, uid)
         return status
 
@@ -215,18 +239,23 @@ class StatusWriter:
             kind, group = "PodGroup", "scheduling.volcano.sh/v1beta1"
             self.event(kind, update.namespace, update.name, uid, reason, message, api_version=group)
 
-    async def _send_podgroup(self, path: str) -> bytes:
+    async def _send_podgroup(self, path: str) -> bytes | None:
         """The newest status for the PodGroup, taken when the write gets its slot: statuses
         decided while it waited (a burst queues many) are not written one by one. One
-        write per PodGroup at a time: two in flight could land newest first."""
+        write per PodGroup at a time: two in flight could land newest first. None when
+        there is nothing to send (an urgent write took the status of one that yielded)."""
+        if path in self._podgroups_in_flight or path not in self._podgroups_waiting:
+            return None
         body = self._podgroups_waiting.pop(path)
+        self._podgroups_urgent.discard(path)
         self._podgroups_in_flight.add(path)
         try:
             return await self._patch_podgroup(path, body)
         finally:
             self._podgroups_in_flight.discard(path)
             if path in self._podgroups_waiting and not self._closing:
-                self._spawn(lambda: self._send_podgroup(path))
+                yields = path not in self._podgroups_urgent
+                self._spawn(lambda: self._send_podgroup(path), yields=yields)
 
     async def _patch_podgroup(self, path: str, body: bytes) -> bytes:
         """Through /status where the CRD has that subresource, else the object itself.

@@ -147,6 +147,18 @@ class _List(msgspec.Struct):
     items: list[_Pod] = []
 
 
+class _PhaseOnly(msgspec.Struct):
+    phase: str = ""
+
+
+class _PodGroup(msgspec.Struct):
+    status: _PhaseOnly = msgspec.field(default_factory=_PhaseOnly)
+
+
+class _PodGroupList(msgspec.Struct):
+    items: list[_PodGroup] = []
+
+
 class _NodeCondition(msgspec.Struct):
     type: str = ""
     status: str = ""
@@ -926,6 +938,10 @@ async def measure_precreated(
             ),
             "load_after": [round(x, 2) for x in os.getloadavg()],
         })  # fmt: skip
+        if gang > 1:
+            result["seconds_last_bind_to_podgroups_running"] = await podgroups_running(
+                client, group_path, bound[-1] if bound else time.time()
+            )
         await asyncio.sleep(3.0)  # status writes and Events that follow the last bind
         result["api_writes"] = writes_between(writes_before, await api_writes(client))
         if isinstance(scheduler, AsyncSched):
@@ -940,6 +956,17 @@ async def measure_precreated(
         with contextlib.suppress(asyncio.CancelledError, KubeError):
             await watcher
     return result
+
+
+async def podgroups_running(client: KubeClient, path: str, last_bind: float) -> float | None:
+    """Seconds from the last bind until every PodGroup shows phase Running in the cluster
+    (None if not within a minute): how long its status writes trail the binds."""
+    while time.time() - last_bind < 60.0:
+        listed = msgspec.json.decode(await client.get(path), type=_PodGroupList).items
+        if all(group.status.phase == "Running" for group in listed):
+            return round(time.time() - last_bind, 1)
+        await asyncio.sleep(0.25)
+    return None
 
 
 async def _create_all(client: KubeClient, path: str, bodies: list[bytes], concurrency: int) -> None:

@@ -6,8 +6,10 @@ import asyncio
 import dataclasses
 
 import msgspec
+import pytest
 
 from asyncsched.api.volcano import PodGroupStatus
+from asyncsched.backends.kube import status as status_module
 from asyncsched.backends.kube.binder import Binder
 from asyncsched.backends.kube.client import MERGE_PATCH, KubeClient, connect
 from asyncsched.backends.kube.status import MAX_QUEUED_EVENTS, StatusWriter
@@ -124,9 +126,9 @@ async def test_events_past_a_full_queue_are_dropped_and_a_stop_waits_only_its_gr
     assert writer.writes <= len(sent) <= writer.writes + 1
 
 
-async def test_events_wait_while_binds_queue_for_the_api_server(kube: Kube) -> None:
+async def test_events_wait_until_no_bind_is_on_the_way(kube: Kube) -> None:
     """In a burst the API server paces the binds; an Event sent then takes its time from
-    them. The Scheduled Event of the first bind goes out once no bind waits for a slot."""
+    them. The Scheduled Event of the first bind goes out once the last bind is answered."""
     namespace = kube.namespace
     for i in range(5):
         pod = {
@@ -139,13 +141,16 @@ async def test_events_wait_while_binds_queue_for_the_api_server(kube: Kube) -> N
     post = client.post
 
     async def recorded(path: str, body: bytes) -> bytes:
-        began.append("bind" if path.endswith("/binding") else "event")
-        return await post(path, body)
+        what = "bind" if path.endswith("/binding") else "event"
+        began.append(what)
+        answer = await post(path, body)
+        began.append(f"{what} answered")
+        return answer
 
     client.post = recorded  # type: ignore[method-assign]
     try:
         binder = Binder(client, concurrency=1)
-        writer = StatusWriter(client, "test", yield_to_binds=binder.unsaturated)
+        writer = StatusWriter(client, "test", yield_to_binds=binder.quiet)
         for i in range(5):
             binder.submit(namespace, f"p{i}", "", "node-a", {})
         writer.event("Pod", namespace, "p0", "", "Scheduled", "bound to node-a")
@@ -153,8 +158,31 @@ async def test_events_wait_while_binds_queue_for_the_api_server(kube: Kube) -> N
         await writer.drain()
     finally:
         await client.close()
-    assert began == ["bind"] * 5 + ["event"]
+    assert began == ["bind", "bind answered"] * 5 + ["event", "event answered"]
     assert (binder.sent, writer.writes, writer.errors) == (5, 1, 0)
+
+
+async def test_a_write_that_yields_waits_for_the_binds_only_so_long(
+    kube: Kube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Binds that never stop (a pod refused and bound again every session) must not hold a
+    PodGroup's status back for good: past ``YIELD_AT_MOST`` it is written anyway."""
+    monkeypatch.setattr(status_module, "YIELD_AT_MOST", 0.5)
+    namespace = kube.namespace
+    await _create_podgroup(kube)
+    never = asyncio.Event()
+    client = await connect(str(kube.bed.kubeconfig))
+    try:
+        writer = StatusWriter(client, "test", yield_to_binds=never.wait)
+        writer.podgroup(_running(namespace, 3), PodGroupStatus())
+        await asyncio.sleep(0.2)
+        written_early = writer.writes
+        await writer.drain(grace=3.0)  # gives up on what is left after 3 s
+    finally:
+        await client.close()
+    path = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/pg"
+    status = (await request(kube.api, "GET", path))["status"]
+    assert (written_early, writer.writes, status["phase"]) == (0, 1, "Running")
 
 
 def _recording(client: KubeClient, began: list[str]) -> None:
@@ -175,10 +203,10 @@ def _recording(client: KubeClient, began: list[str]) -> None:
     client.patch = patched  # type: ignore[method-assign]
 
 
-async def test_podgroup_statuses_wait_for_queued_binds_unless_a_controller_acts_on_them(
+async def test_podgroup_statuses_wait_for_the_binds_unless_a_controller_acts_on_them(
     kube: Kube,
 ) -> None:
-    """While binds queue, a Running status waits for them; an Inqueue one (on which
+    """While binds are on the way, a Running status waits for them; an Inqueue one (on which
     Volcano's job controller creates the job's pods) is written at once, and takes the
     newest status with it when a Running one was already waiting."""
     namespace = kube.namespace
@@ -201,7 +229,7 @@ async def test_podgroup_statuses_wait_for_queued_binds_unless_a_controller_acts_
     _recording(client, began)
     try:
         binder = Binder(client, concurrency=1)
-        writer = StatusWriter(client, "test", yield_to_binds=binder.unsaturated)
+        writer = StatusWriter(client, "test", yield_to_binds=binder.quiet)
         for i in range(5):
             binder.submit(namespace, f"p{i}", "", "node-a", {})
         writer.podgroup(running, PodGroupStatus())
@@ -218,7 +246,7 @@ async def test_podgroup_statuses_wait_for_queued_binds_unless_a_controller_acts_
     _recording(client, began)
     try:
         binder = Binder(client, concurrency=1)
-        writer = StatusWriter(client, "test", yield_to_binds=binder.unsaturated)
+        writer = StatusWriter(client, "test", yield_to_binds=binder.quiet)
         for i in range(5):
             binder.submit(namespace, f"p{i}", "", "node-a", {})  # refused: bound already
         waiting = dataclasses.replace(inqueue, phase="Running", running=1)

@@ -65,10 +65,10 @@ class Binder:
         self._may_bind = may_bind
         self._on_done = on_done
         self._tasks: set[asyncio.Task[None]] = set()
-        self._queued = 0
-        """Binds submitted that have not yet had a slot."""
-        self._unsaturated = asyncio.Event()
-        self._unsaturated.set()
+        self._active = 0
+        """Binds submitted and not yet answered (queued for a slot or in flight)."""
+        self._quiet = asyncio.Event()
+        self._quiet.set()
         self.sent = 0
         self.failed = 0
 
@@ -77,18 +77,19 @@ class Binder:
     ) -> None:
         """Bind in the background; ``annotations`` (the cards chosen) are written on the pod
         first, then carried by the Binding too (the API server merges them with the node)."""
-        self._queued += 1
-        self._unsaturated.clear()
+        self._active += 1
+        self._quiet.clear()
         task = asyncio.create_task(self._bind(namespace, name, uid, node, annotations))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def unsaturated(self) -> None:
-        """Return once no bind waits for a slot.
+    async def quiet(self) -> None:
+        """Return once no bind is queued or in flight.
 
-        While binds queue, the API server is what paces them: a write that can wait (an
-        Event) waits for this rather than take the server's time from the binds."""
-        await self._unsaturated.wait()
+        In a burst the API server, on the cores it shares, is what paces the binds: a
+        write that can wait (an Event) waits for this rather than take its time from them.
+        Sessions follow one another while pods wait, so in a burst this comes at its end."""
+        await self._quiet.wait()
 
     async def drain(self) -> None:
         """Wait for every bind in flight (graceful shutdown, tests)."""
@@ -100,15 +101,12 @@ class Binder:
     ) -> None:
         key = f"{namespace}/{name}"
         try:
-            await self._slots.acquire()
+            async with self._slots:
+                await self._send(key, namespace, name, uid, node, annotations)
         finally:
-            self._queued -= 1
-            if not self._queued:
-                self._unsaturated.set()
-        try:
-            await self._send(key, namespace, name, uid, node, annotations)
-        finally:
-            self._slots.release()
+            self._active -= 1
+            if not self._active:
+                self._quiet.set()
 
     async def _send(
         self, key: str, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]

@@ -130,7 +130,7 @@ class KubeScheduler(Effects):
             client,
             options.identity,
             on_event_dropped=self.metrics.events_dropped.inc,
-            yield_to_binds=self.binder.unsaturated,
+            yield_to_binds=self.binder.quiet,
         )
         self._reported_bad: set[tuple[str, str, str, str]] = set()
         self._preemptors: dict[str, str] = {}

@@ -7,15 +7,16 @@ has at most one write in flight (so the newest status is the one that lands), an
 Unschedulable condition and Event are written when its reason changes, so a
 pending pod does not cost a write every second.
 
-Binds come first. Events and the PodGroup statuses no controller acts on wait while binds
-queue for the API server; a PodGroup turning Inqueue or Unknown does not wait, since
-Volcano's job controller acts on those (it creates a job's pods once its PodGroup leaves
-Pending, and restarts a job whose PodGroup turns Unknown).
+Binds come first. Events and the PodGroup statuses no controller acts on wait until no
+bind is on the way (at most ``YIELD_AT_MOST``); a PodGroup turning Inqueue or Unknown
+does not wait, since Volcano's job controller acts on those (it creates a job's pods once
+its PodGroup leaves Pending, and restarts a job whose PodGroup turns Unknown).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -52,6 +53,10 @@ URGENT_PHASES = frozenset({"Inqueue", "Unknown"})
 """PodGroup phases a controller acts on: a write that turns a PodGroup to one of them never
 waits for the binds."""
 
+YIELD_AT_MOST = 30.0
+"""Seconds a write that yields to the binds waits for them at most: binds that never stop
+(a pod refused and bound again every session) must not hold a status back for good."""
+
 UNECHOED_KEPT = 8
 """Statuses remembered per PodGroup until their watch echo comes back (the oldest are
 forgotten past this: a write that failed is never echoed)."""
@@ -71,7 +76,7 @@ class StatusWriter:
     at once: Events (one per bind) have slots of their own, so a burst of them never
     holds back a PodGroup's or a pod's status. With ``yield_to_binds``, each Event and each
     PodGroup status outside ``URGENT_PHASES`` waits for it first (the scheduler passes "no
-    bind waits for a slot"): while binds queue, the API server's time goes to them."""
+    bind on the way"): while binds flow, the API server's time goes to them."""
 
     def __init__(
         self,
@@ -128,7 +133,9 @@ class StatusWriter:
         wait: Callable[[], Awaitable[None]] | None,
     ) -> None:
         if wait is not None:
-            await wait()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(YIELD_AT_MOST):
+                    await wait()
         async with slots:
             try:
                 if await write() is not None:

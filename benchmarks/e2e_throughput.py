@@ -536,7 +536,9 @@ class AsyncSched(Scheduler):
         return found
 
     def start_profile(self, phase: str) -> None:
-        """py-spy on the process, into <profile dir>/asyncsched-profile-<phase>.txt."""
+        """py-spy on the process, into <profile dir>/asyncsched-profile-<phase>.txt: only the
+        thread holding the GIL is sampled, so the stacks share out the CPU (a thread waiting
+        for the GIL while a session runs would otherwise show where it waits)."""
         if self.profile is None or self.pid is None:
             return
         py_spy = shutil.which("py-spy")
@@ -546,7 +548,7 @@ class AsyncSched(Scheduler):
         self.profiler = subprocess.Popen(
             [py_spy, "record", "--pid", str(self.pid), "--rate", "200", "--format", "raw",
              "--threads", "--output", str(self.profile / f"asyncsched-profile-{phase}.txt"),
-             "--nonblocking"],
+             "--nonblocking", "--gil"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
 

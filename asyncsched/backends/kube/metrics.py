@@ -129,6 +129,8 @@ class Metrics:
         a reading of its labels."""
         self._kept_alive: list[PluginGauge] = []
         self._refused: set[str] = set()
+        self._gauges_due: list[PluginGauge] | None = None
+        """The plugins' gauges of the last session, not yet set (``exposition`` sets them)."""
 
     def observe_session(self, result: SessionResult, snapshot_ms: float = 0.0) -> None:
         """The eviction figures the core counted in one session, its latencies and
@@ -142,7 +144,20 @@ class Metrics:
             self.preemption_attempts.inc(result.preemption_attempts)
         for action, count in result.eviction_transactions.items():
             self.eviction_transactions.labels(action).inc(count)
-        self._observe_plugin_gauges(result.plugin_gauges)
+        self._gauges_due = result.plugin_gauges
+        known, refused = self._plugin_gauges, self._refused
+        if any(n not in known and n not in refused for n in {f.name for f in result.plugin_gauges}):
+            self._set_gauges_due()  # a new gauge is made, or refused with a warning, at once
+
+    def _set_gauges_due(self) -> None:
+        """The plugins' gauges are set when read, from the last session's figures.
+
+        They are state, not counts: what a scrape sees is the same whether the sessions
+        between two scrapes set them or not, and drf reports a share for every job holding
+        resources (10,000 one-pod jobs on the bed) every session, about a second apart."""
+        if self._gauges_due is not None:
+            due, self._gauges_due = self._gauges_due, None
+            self._observe_plugin_gauges(due)
 
     def observe_devices(self, snapshot: ClusterSnapshot, now: float, every: float = 5.0) -> None:
         """Devices held per queue and GPU model, from a session's snapshot; at most once
@@ -236,6 +251,7 @@ class Metrics:
         return None
 
     def exposition(self) -> bytes:
+        self._set_gauges_due()
         return generate_latest(self.registry)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from prometheus_client import generate_latest
 
 from asyncsched.backends.kube.metrics import Metrics
 from asyncsched.framework import SessionResult
@@ -71,6 +72,24 @@ def test_a_figure_reported_again_as_the_same_object_keeps_its_series_right() -> 
         shown = f'asyncsched_test_held{{queue="a"}} {value}' in text
         assert shown == (a in reported), reported
         assert (ml in reported) == ('asyncsched_test_held{queue="ml"} 8.0' in text)
+
+
+def test_gauges_are_set_when_read_from_the_last_session_and_a_new_one_is_made_at_once() -> None:
+    """Sessions between two scrapes need not set the plugins' gauges: a scrape shows the
+    last session's figures, as if every session had set them; a new gauge appears at once."""
+    metrics = Metrics()
+    metrics.observe_session(
+        SessionResult(plugin_gauges=[_gauge(8, queue="ml"), _gauge(2, queue="a")])
+    )
+    made = generate_latest(metrics.registry).decode()
+    assert "# HELP asyncsched_test_held" in made and 'queue="ml"} 8.0' in made
+    for reported in ([_gauge(5, queue="ml")], [_gauge(6, queue="ml"), _gauge(1, queue="b")]):
+        metrics.observe_session(SessionResult(plugin_gauges=reported))
+    assert 'queue="ml"} 8.0' in generate_latest(metrics.registry).decode()  # set when read
+    text = metrics.exposition().decode()
+    assert 'asyncsched_test_held{queue="ml"} 6.0' in text
+    assert 'asyncsched_test_held{queue="b"} 1.0' in text
+    assert 'queue="a"' not in text
 
 
 def test_a_gauge_whose_name_is_taken_is_refused_once_with_a_warning(

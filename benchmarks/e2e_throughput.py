@@ -922,6 +922,7 @@ async def measure_precreated(
         served = {k: round(v - served_before.get(k, 0.0), 1) for k, v in bed_cpu(bed).items()}
         in_window = {**bed_cpu(bed), "scheduler": cpu}
         in_window = {k: round(v - at_first_bind.get(k, v), 2) for k, v in in_window.items()}
+        writes_by_last_bind = writes_between(writes_before, await api_writes(client))
         if isinstance(scheduler, AsyncSched):
             scheduler.stop_profile()
         bound = sorted(p.bound for p in watch.pods.values() if p.bound is not None)
@@ -946,6 +947,7 @@ async def measure_precreated(
             )
         await asyncio.sleep(3.0)  # status writes and Events that follow the last bind
         result["api_writes"] = writes_between(writes_before, await api_writes(client))
+        result["api_writes_by_last_bind"] = writes_by_last_bind
         if isinstance(scheduler, AsyncSched):
             result["scheduler_metrics"] = scheduler.metrics()
         log(f"{scheduler.name} precreated: {json.dumps(result)}")

@@ -37,6 +37,15 @@ filled in, ``KUBECONFIG`` is set):
     python benchmarks/e2e_throughput.py --nodes 1000 --pods 10000 --precreate --gang 10 \
         --ceiling --compare-kube-scheduler --kube-scheduler-qps 2000
 
+Each ``--precreate`` run first waits until the control plane is about idle (the previous
+run's aftermath out of its window: ``seconds_settling``), and reports besides the
+scheduler's CPU what the API server, etcd, KWOK and the controller-manager used
+(``bed_cpu_seconds``), the machine's CPU between the first and the last bind
+(``window_cpu_seconds``, ``machine_cpu_ms_per_pod``: on two shared cores this, more than
+the scheduler's own CPU, sets the rate), the API server's write counts at the last bind
+and 3 s after it (``api_writes_by_last_bind``, ``api_writes``), and with ``--gang`` the
+seconds from the last bind until every PodGroup shows Running.
+
 With ``--precreate``, ``--lone N`` first measures each scheduler (not the minimal binder,
 which does not watch) on the idle cluster: started on its own, one uncounted pod bound to
 know it is ready, then N pods created one at a time, each timed from creation to bound as

@@ -31,7 +31,11 @@ def fit_rows(
     uint8_t[::1] out_future,
     bint future,
 ):
-    _fit_rows(idle, releasing, pipelined, request, columns, rows, out_now, out_future, future)
+    cdef const Py_ssize_t[::1] picked = _NONE if rows is None else rows
+    _fit_rows(
+        idle, releasing, pipelined, request, columns, picked, rows is None, out_now, out_future,
+        future,
+    )
 
 
 cdef void _fit_rows(
@@ -40,21 +44,19 @@ cdef void _fit_rows(
     const int64_t[:, ::1] pipelined,
     const int64_t[::1] request,
     const Py_ssize_t[::1] columns,
-    object rows,
+    const Py_ssize_t[::1] picked,
+    bint all_rows,
     uint8_t[::1] out_now,
     uint8_t[::1] out_future,
     bint future,
-) except *:
-    cdef const Py_ssize_t[::1] picked
+) noexcept:
     cdef Py_ssize_t n, k, i, r, c
     cdef Py_ssize_t ncol = columns.shape[0]
-    cdef bint all_rows = rows is None
     cdef uint8_t ok_now, ok_future
     cdef int64_t want
     if all_rows:
         n = out_now.shape[0]
     else:
-        picked = rows
         n = picked.shape[0]
     for i in range(n):
         r = i if all_rows else picked[i]
@@ -407,9 +409,20 @@ cdef class FitRows:
         self.out_future = out_future
 
     def refresh(self, rows):
+        cdef const Py_ssize_t[::1] picked = _NONE if rows is None else rows
         _fit_rows(
-            self.idle, self.releasing, self.pipelined, self.request, self.columns, rows,
-            self.out_now, self.out_future, True,
+            self.idle, self.releasing, self.pipelined, self.request, self.columns, picked,
+            rows is None, self.out_now, self.out_future, True,
+        )
+
+    def since(self, list log, Py_ssize_t start):
+        cdef Py_ssize_t m = _gather(log, start, self.out_now.shape[0])
+        if m < 0:
+            self.refresh(_backlog(log, start, self.out_now.shape[0]))
+            return
+        _fit_rows(
+            self.idle, self.releasing, self.pipelined, self.request, self.columns, _ROWS[:m],
+            False, self.out_now, self.out_future, True,
         )
 
 
@@ -467,6 +480,16 @@ cdef class ScoreRows:
             self.w_least, self.w_most, self.bal_cols, self.bal_req, self.w_bal, self.out,
         )
 
+    def since(self, list log, Py_ssize_t start):
+        cdef Py_ssize_t m = _gather(log, start, self.out.shape[0])
+        if m < 0:
+            self.refresh(_backlog(log, start, self.out.shape[0]))
+            return
+        _resource_scores(
+            self.allocatable, self.idle, _ROWS[:m], False, self.lm_cols, self.lm_req,
+            self.w_least, self.w_most, self.bal_cols, self.bal_req, self.w_bal, self.out,
+        )
+
 
 cdef class TreePair:
     """``trees_refresh`` bound to one class's two trees and their inputs:
@@ -510,6 +533,56 @@ cdef class TreePair:
                 self.fits_idle, True, picked, rows is None,
             )
         return self.tree_idle[1], self.tree_idle[0], self.tree[1], self.tree[0]
+
+    def since(self, list log, Py_ssize_t start):
+        cdef Py_ssize_t m = _gather(log, start, self.scores.shape[0])
+        if m < 0:
+            return self.refresh(_backlog(log, start, self.scores.shape[0]))
+        if m:
+            _tree_refresh(
+                self.tree, self.scores, self.fits, self.free, self.check_free, self.fits,
+                False, _ROWS[:m], False,
+            )
+            _tree_refresh(
+                self.tree_idle, self.scores, self.fits, self.free, self.check_free,
+                self.fits_idle, True, _ROWS[:m], False,
+            )
+        return self.tree_idle[1], self.tree_idle[0], self.tree[1], self.tree[0]
+
+
+cdef Py_ssize_t[::1] _ROWS = np.empty(32, dtype=np.intp)
+"""Scratch for ``_gather``: the bound kernels' ``since`` reads it at once, under the GIL."""
+
+
+cdef Py_ssize_t _gather(list log, Py_ssize_t start, Py_ssize_t n) except -2:
+    """The distinct rows below ``n`` of ``log[start:]``, sorted, into ``_ROWS``; how many.
+    -1 when they are not gathered there: every row (``start`` < 0) or a longer span
+    (``_backlog`` says which rows)."""
+    cdef Py_ssize_t end = len(log)
+    cdef Py_ssize_t i, j, k, r, m = 0
+    if start < 0 or end - start > _ROWS.shape[0]:
+        return -1
+    for i in range(start, end):
+        r = log[i]
+        if r >= n:
+            continue
+        j = m
+        while j > 0 and _ROWS[j - 1] > r:
+            j -= 1
+        if j > 0 and _ROWS[j - 1] == r:
+            continue
+        k = m
+        while k > j:
+            _ROWS[k] = _ROWS[k - 1]
+            k -= 1
+        _ROWS[j] = r
+        m += 1
+    return m
+
+
+cdef object _backlog(list log, Py_ssize_t start, Py_ssize_t n):
+    """The rows ``since`` refreshes when ``_gather`` did not gather them (None: all)."""
+    return None if start < 0 else unique_rows(log, start, n)
 
 
 def unique_rows(list log, Py_ssize_t start, Py_ssize_t n):
@@ -563,6 +636,48 @@ def book_status(
                 releasing[row, j] += amount
 
 
+cdef class RowBooks:
+    """``book_status`` bound to a table's three arrays and its change log:
+    ``book(row, vec, sign, kind)`` books the row and appends it to the log; True once the
+    log holds ``limit`` rows or more (the table then moves the log's base)."""
+
+    cdef int64_t[:, ::1] idle
+    cdef int64_t[:, ::1] releasing
+    cdef int64_t[:, ::1] pipelined
+    cdef list log
+    cdef Py_ssize_t limit
+
+    def __init__(
+        self,
+        int64_t[:, ::1] idle,
+        int64_t[:, ::1] releasing,
+        int64_t[:, ::1] pipelined,
+        list log,
+        Py_ssize_t limit,
+    ):
+        self.idle = idle
+        self.releasing = releasing
+        self.pipelined = pipelined
+        self.log = log
+        self.limit = limit
+
+    def book(self, Py_ssize_t row, const int64_t[::1] vec, int64_t sign, int kind):
+        cdef Py_ssize_t j
+        cdef int64_t amount
+        if row < 0 or row >= self.idle.shape[0] or vec.shape[0] > self.idle.shape[1]:
+            raise IndexError(f"row {row} or a vector of {vec.shape[0]} outside the books")
+        for j in range(vec.shape[0]):
+            amount = sign * vec[j]
+            if kind == 2:
+                self.pipelined[row, j] += amount
+            else:
+                self.idle[row, j] -= amount
+                if kind == 1:
+                    self.releasing[row, j] += amount
+        self.log.append(row)
+        return len(self.log) > self.limit
+
+
 cdef class OffsetRows:
     """``offset_rows`` bound to its arrays and offset: ``refresh(rows)`` (None: all)."""
 
@@ -585,6 +700,16 @@ cdef class OffsetRows:
         picked = rows
         for i in range(picked.shape[0]):
             r = picked[i]
+            self.out[r] = <double>(self.values[r] + self.offset)
+
+    def since(self, list log, Py_ssize_t start):
+        cdef Py_ssize_t i, r
+        cdef Py_ssize_t m = _gather(log, start, self.out.shape[0])
+        if m < 0:
+            self.refresh(_backlog(log, start, self.out.shape[0]))
+            return
+        for i in range(m):
+            r = _ROWS[i]
             self.out[r] = <double>(self.values[r] + self.offset)
 
 

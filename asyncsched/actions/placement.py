@@ -274,8 +274,8 @@ class _FitClass:
         "future_bytes",
         "now",
         "now_bytes",
-        "refresh",
         "request",
+        "since",
         "version",
     )
 
@@ -287,7 +287,7 @@ class _FitClass:
         self.now_bytes = self.now.view(np.uint8)
         self.future_bytes = self.future.view(np.uint8)
         self.version = -1
-        self.refresh = kernels.FitRows(
+        self.since = kernels.FitRows(
             table.idle[:n],
             table.releasing[:n],
             table.pipelined[:n],
@@ -295,9 +295,10 @@ class _FitClass:
             self.columns,
             self.now_bytes,
             self.future_bytes,
-        ).refresh
-        """Recomputes both masks on the given rows (None: all): the kernel bound to the
-        table's arrays, which stay the same while the table's epoch does."""
+        ).since
+        """Recomputes both masks on the rows of the table's change log from a position
+        (``NodeTable.log_start``; -1: all): the kernel bound to the table's arrays, which
+        stay the same while the table's epoch does."""
 
 
 class _Best:
@@ -311,16 +312,16 @@ class _Best:
 
     def __init__(self, n: int, fit: _FitClass, block: _Blocked) -> None:
         self.size = 1 << max(0, (n - 1).bit_length())
-        self._trees: Callable[[IntArray | None], tuple[int, int, int, int]] | None = None
+        self._trees: Callable[[list[int], int], tuple[int, int, int, int]] | None = None
         self.fit = fit  # held, so the ids in the key stay unique
         self.block = block
         self.scores: FloatArray | None = None
         self.version = -1
 
-    def trees(self, pipeline: bool) -> Callable[[IntArray | None], tuple[int, int, int, int]]:
-        """The trees' refresh for the current scores (all open nodes, and those where the
-        class fits idle now; ``kernels.TreePair``), made at the first call after the
-        scores array changed."""
+    def trees(self, pipeline: bool) -> Callable[[list[int], int], tuple[int, int, int, int]]:
+        """The trees' refresh from the change log for the current scores (all open nodes,
+        and those where the class fits idle now; ``kernels.TreePair.since``), made at the
+        first call after the scores array changed."""
         if self._trees is None:
             fit, scores = self.fit, self.scores
             assert scores is not None
@@ -331,7 +332,7 @@ class _Best:
                 fit.future_bytes if pipeline else fit.now_bytes,
                 self.block.unblocked_bytes,
                 fit.now_bytes,
-            ).refresh
+            ).since
         return self._trees
 
 
@@ -396,12 +397,9 @@ class _ClassCache:
         if entry.scores is not total:
             entry.scores, entry.version, entry._trees = total, -1, None
             return kernels.best_open(total, fits, block.unblocked_bytes, fit.now_bytes)
-        version = table.version
-        rows: IntArray | None = _NO_ROWS  # in step: only read the trees
-        if entry.version != version:
-            rows = table.refresh_rows(entry.version, n)
-            entry.version = version
-        return entry.trees(pipeline)(rows)
+        start = table.log_start(entry.version, n)  # in step: no rows, only read the trees
+        entry.version = table.version
+        return entry.trees(pipeline)(table.log, start)
 
     def columns(self, request: Vector) -> list[int]:
         """The columns a request vector asks for (cached per vector; the table's are shared)."""
@@ -435,13 +433,10 @@ class _ClassCache:
             entry = self.fit[key] = _FitClass(table, n, request, columns)
         version = table.version
         if entry.version != version:
-            entry.refresh(table.refresh_rows(entry.version, n))
+            entry.since(table.log, table.log_start(entry.version, n))
             entry.version = version
         return entry
 
-
-_NO_ROWS: IntArray = np.zeros(0, dtype=np.intp)
-_NO_ROWS.setflags(write=False)
 
 _CLASSES: Slot[_ClassCache] = Slot(
     __name__, _ClassCache, "What tasks of one equivalence class share, for the session."

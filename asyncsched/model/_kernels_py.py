@@ -18,6 +18,7 @@ __all__ = [
     "MAX_NODE_SCORE",
     "FitRows",
     "OffsetRows",
+    "RowBooks",
     "ScoreRows",
     "TreePair",
     "any_open",
@@ -343,6 +344,11 @@ class FitRows:
             True,
         )
 
+    def since(self, log: list[int], start: int) -> None:
+        """``refresh`` on the rows of ``log[start:]`` (a node table's change log; ``start``
+        below 0: every row), as ``NodeTable.log_start`` gives them."""
+        self.refresh(_since(log, start, len(self.out_now)))
+
 
 class OffsetRows:
     """``offset_rows`` bound to its arrays and offset: ``refresh(rows)`` (None: all)."""
@@ -354,6 +360,10 @@ class OffsetRows:
 
     def refresh(self, rows: Rows | None) -> None:
         offset_rows(self.out, self.values, rows, self.offset)
+
+    def since(self, log: list[int], start: int) -> None:
+        """``refresh`` on the rows of ``log[start:]`` (below 0: every row)."""
+        self.refresh(_since(log, start, len(self.out)))
 
 
 class ScoreRows:
@@ -384,6 +394,32 @@ class ScoreRows:
         picked = np.arange(len(self.out), dtype=np.intp) if rows is None else rows
         resource_scores(self.allocatable, self.idle, picked, *self.parameters, self.out)
 
+    def since(self, log: list[int], start: int) -> None:
+        """``refresh`` on the rows of ``log[start:]`` (below 0: every row)."""
+        self.refresh(_since(log, start, len(self.out)))
+
+
+class RowBooks:
+    """``book_status`` bound to a table's three arrays and its change log:
+    ``book(row, vec, sign, kind)`` books the row and appends it to the log; True once the
+    log holds more than ``limit`` rows (the table then moves the log's base). Bound once
+    per set of arrays, so placing a task is one call instead of a booking and a touch."""
+
+    __slots__ = ("idle", "limit", "log", "pipelined", "releasing")
+
+    def __init__(
+        self, idle: Ints, releasing: Ints, pipelined: Ints, log: list[int], limit: int
+    ) -> None:
+        self.idle, self.releasing, self.pipelined = idle, releasing, pipelined
+        self.log, self.limit = log, limit
+
+    def book(self, row: int, vec: Ints, sign: int, kind: int) -> bool:
+        if not 0 <= row < self.idle.shape[0] or vec.shape[0] > self.idle.shape[1]:
+            raise IndexError(f"row {row} or a vector of {vec.shape[0]} outside the books")
+        book_status(self.idle, self.releasing, self.pipelined, row, vec, sign, kind)
+        self.log.append(row)
+        return len(self.log) > self.limit
+
 
 class TreePair:
     """``trees_refresh`` bound to one class's two trees and their inputs:
@@ -408,6 +444,16 @@ class TreePair:
         return trees_refresh(
             self.tree, self.tree_idle, self.scores, self.fits, self.unblocked, self.fits_idle, rows
         )
+
+    def since(self, log: list[int], start: int) -> tuple[int, int, int, int]:
+        """``refresh`` on the rows of ``log[start:]`` (below 0: every row)."""
+        return self.refresh(_since(log, start, len(self.scores)))
+
+
+def _since(log: list[int], start: int, n: int) -> Rows | None:
+    """The rows a bound kernel's ``since`` refreshes: None (every row) for a ``start``
+    below 0, else the distinct rows below ``n`` of ``log[start:]``."""
+    return None if start < 0 else unique_rows(log, start, n)
 
 
 def unique_rows(log: list[int], start: int, n: int) -> Rows:

@@ -26,6 +26,7 @@ __all__ = [
     "PURE_ENV",
     "FitRows",
     "OffsetRows",
+    "RowBooks",
     "ScoreRows",
     "TreePair",
     "any_open",
@@ -56,6 +57,7 @@ module or by the twin alike."""
 
 FitRows: Any = _pure.FitRows
 OffsetRows: Any = _pure.OffsetRows
+RowBooks: Any = _pure.RowBooks
 ScoreRows: Any = _pure.ScoreRows
 TreePair: Any = _pure.TreePair
 any_open = _pure.any_open

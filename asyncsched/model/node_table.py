@@ -28,6 +28,7 @@ class NodeTable:
     """
 
     __slots__ = (
+        "_books",
         "_free_rows",
         "_log",
         "_log_base",
@@ -61,6 +62,8 @@ class NodeTable:
         self._log: list[int] = []
         self._log_base = 0
         self._refresh_memo: tuple[int, int, int, npt.NDArray[np.intp] | None] | None = None
+        self._books: kernels.RowBooks | None = None
+        """``book``'s kernel bound to the arrays and the log (made again when they change)."""
 
     # -- change log ----------------------------------------------------------
 
@@ -68,9 +71,18 @@ class NodeTable:
         """Record that ``row``'s amounts changed, for caches that follow the table."""
         log = self._log
         log.append(row)
-        if len(log) > 4 * self.allocatable.shape[0] + 1024:
-            self._log_base += len(log)
-            log.clear()
+        if len(log) > self._log_limit():
+            self._moved_log()
+
+    def _log_limit(self) -> int:
+        """How long the change log grows before its rows are dropped (caches behind it
+        then recompute every row)."""
+        rows: int = self.allocatable.shape[0]
+        return 4 * rows + 1024
+
+    def _moved_log(self) -> None:
+        self._log_base += len(self._log)
+        self._log.clear()
 
     @property
     def version(self) -> int:
@@ -83,6 +95,23 @@ class NodeTable:
         if start < 0:
             return None
         return self._log[start:]
+
+    @property
+    def log(self) -> list[int]:
+        """The change log's rows since its base (read it, never change it): what the
+        bound kernels' ``since`` reads from ``log_start`` on."""
+        return self._log
+
+    def log_start(self, version: int, n: int) -> int:
+        """Where the rows changed since ``version`` start in ``log``, for a cache of rows
+        below ``n`` synced then; -1 when it must recompute every row, as ``refresh_rows``
+        answers None (never synced, the log trimmed since, or a backlog long for ``n``).
+        For the bound kernels' ``since``, which read the rows from the log themselves
+        instead of from a new array per change."""
+        start = version - self._log_base
+        if version < 0 or start < 0 or (len(self._log) - start) * 8 > n:
+            return -1
+        return start
 
     def refresh_rows(self, version: int, n: int) -> npt.NDArray[np.intp] | None:
         """The rows below ``n`` a cache synced at ``version`` must recompute; None for all.
@@ -117,6 +146,7 @@ class NodeTable:
             grown[:, : old.shape[1]] = old
             setattr(self, attr, grown)
         self._vector_cache.clear()
+        self._books = None
         self.epoch += 1
 
     def add_row(self, allocatable: Resource, max_pods: int) -> int:
@@ -156,6 +186,7 @@ class NodeTable:
             grown = np.zeros((old.shape[0] * 2, old.shape[1]), dtype=np.int64)
             grown[: old.shape[0]] = old
             setattr(self, attr, grown)
+        self._books = None
         self.epoch += 1
 
     def copy(self) -> NodeTable:
@@ -173,6 +204,7 @@ class NodeTable:
         clone._log = []
         clone._log_base = 0
         clone._refresh_memo = None
+        clone._books = None
         return clone
 
     def compact(self, rows: list[int]) -> NodeTable:
@@ -192,6 +224,7 @@ class NodeTable:
         clone._log = []
         clone._log_base = 0
         clone._refresh_memo = None
+        clone._books = None
         return clone
 
     # -- vectors -----------------------------------------------------------
@@ -223,8 +256,13 @@ class NodeTable:
 
         ``status_kind``: 0 uses idle; 1 uses idle and marks it releasing; 2 is pipelined.
         """
-        kernels.book_status(self.idle, self.releasing, self.pipelined, row, vec, sign, status_kind)
-        self.touch(row)
+        books = self._books
+        if books is None or type(books) is not kernels.RowBooks:  # new arrays, or kernels
+            books = self._books = kernels.RowBooks(
+                self.idle, self.releasing, self.pipelined, self._log, self._log_limit()
+            )
+        if books.book(row, vec, sign, status_kind):  # the row is in the log, as touch puts it
+            self._moved_log()
 
     def future_idle(self, row: int) -> Vector:
         future: Vector = self.idle[row] + self.releasing[row] - self.pipelined[row]

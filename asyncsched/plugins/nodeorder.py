@@ -126,7 +126,8 @@ class _Scorer:
         if found is None:
             found = entry.totals[offset] = _Total(scores, offset)
         if found.version != entry.version:
-            found.refresh(entry.rows_since(found.version))
+            table = entry.table
+            found.since(table.log, table.log_start(found.version, entry.n))
             found.version = entry.version
         return found.scores
 
@@ -163,7 +164,7 @@ class _Scorer:
         entry = self._resource_class(task)
         version = table.version
         if entry.version != version:
-            entry.refresh(table.refresh_rows(entry.version, n))
+            entry.since(table.log, table.log_start(entry.version, n))
             entry.version = version
         return entry
 
@@ -252,7 +253,7 @@ _Parameters = tuple[IntArray, Scores, int, int, IntArray, Scores, int]
 class _ResourceClass:
     """The resource scores of every node for one request, and the table version they match."""
 
-    __slots__ = ("n", "parameters", "refresh", "scores", "table", "totals", "version")
+    __slots__ = ("n", "parameters", "scores", "since", "table", "totals", "version")
 
     def __init__(self, parameters: _Parameters, n: int, table: NodeTable) -> None:
         self.parameters = parameters
@@ -261,26 +262,25 @@ class _ResourceClass:
         self.table = table
         self.n = n
         self.totals: dict[int, _Total] = {}
-        self.refresh = kernels.ScoreRows(
+        self.since = kernels.ScoreRows(
             table.allocatable, table.idle, *parameters, self.scores
-        ).refresh
-        """Rescores the given rows (None: all): the kernel bound to the table's arrays,
-        which stay the same while its epoch does (the classes start over when it changes)."""
-
-    def rows_since(self, version: int) -> IntArray | None:
-        return self.table.refresh_rows(version, self.n)
+        ).since
+        """Rescores the rows of the table's change log from a position (``log_start``;
+        -1: all): the kernel bound to the table's arrays, which stay the same while its
+        epoch does (the classes start over when it changes)."""
 
 
 class _Total:
     """Resource scores plus a constant, as floats: what all_rows hands out."""
 
-    __slots__ = ("refresh", "scores", "version")
+    __slots__ = ("scores", "since", "version")
 
     def __init__(self, resource_scores: Scores, offset: int) -> None:
         self.scores: FloatArray = np.zeros(len(resource_scores), dtype=np.float64)
         self.version = -1
-        self.refresh = kernels.OffsetRows(self.scores, resource_scores, offset).refresh
-        """Adds the offset to the resource scores of the given rows (None: all)."""
+        self.since = kernels.OffsetRows(self.scores, resource_scores, offset).since
+        """Adds the offset to the resource scores of the change log's rows from a
+        position (-1: all)."""
 
 
 def _normalize(raw: Scores, reverse: bool) -> Scores:

@@ -119,9 +119,14 @@ def test_change_log_follows_every_booking() -> None:
     assert table.refresh_rows(start, 40).tolist() == [2, 5]
     assert table.refresh_rows(-1, 40) is None
     assert table.refresh_rows(start, 20) is None  # many changes for few rows: all
+    # log_start names the same rows from the log itself (-1 where refresh_rows says all)
+    assert table.log[table.log_start(start, 40) :] == [2, 5, 2]
+    assert table.log_start(-1, 40) == -1 and table.log_start(start, 20) == -1
+    assert table.log_start(table.version, 40) == len(table.log)  # in step: no rows
     for _ in range(5 * table.allocatable.shape[0] + 1100):
         table.touch(1)
     assert table.changed_since(start) is None  # the log was trimmed: recompute all
+    assert table.log_start(start, 40) == -1
 
 
 def test_snapshots_copy_only_changed_tasks() -> None:

@@ -355,3 +355,94 @@ def test_a_stale_build_is_named_and_not_used() -> None:
     missing = kernels._stale(old_build)
     assert "book" not in missing and "any_open" in missing
     assert kernels._stale(native) == [] and kernels._stale(None) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from([-1, 1]), st.sampled_from([0, 1, 2])),
+        max_size=12,
+    ),
+    st.lists(st.integers(-(2**40), 2**40), min_size=3, max_size=3),
+    st.integers(0, 8),
+)
+def test_row_books_book_and_log_as_book_status_and_touch(
+    bookings: list[tuple[int, int, int]], vector: list[int], limit: int
+) -> None:
+    """RowBooks, bound once to a table's arrays and change log, books each row as
+    book_status does, appends the row to the log, and says when the log passed ``limit``."""
+    vec = np.array(vector, dtype=np.int64)
+    expected = [np.arange(18, dtype=np.int64).reshape(6, 3) * (k + 1) for k in range(3)]
+    expected_log: list[int] = [7, 7]
+    answers: list[bool] = []
+    for row, sign, kind in bookings:
+        pure.book_status(*expected, row, vec, sign, kind)
+        expected_log.append(row)
+        answers.append(len(expected_log) > limit)
+    for impl in (pure, native):
+        arrays = [np.arange(18, dtype=np.int64).reshape(6, 3) * (k + 1) for k in range(3)]
+        log = [7, 7]
+        books = impl.RowBooks(*arrays, log, limit)
+        got = [books.book(row, vec, sign, kind) for row, sign, kind in bookings]
+        assert got == answers and log == expected_log
+        assert all(np.array_equal(a, b) for a, b in zip(arrays, expected, strict=True))
+        for bad_row, bad_vec in ((6, vec), (-1, vec), (0, np.zeros(4, dtype=np.int64))):
+            with pytest.raises(IndexError):
+                books.book(bad_row, bad_vec, 1, 0)
+        assert log == expected_log  # a refused booking is not logged
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(0, 70), max_size=60), st.data())
+def test_bound_kernels_since_refresh_the_logs_rows(
+    seed: int, log: list[int], data: st.DataObject
+) -> None:
+    """``since(log, start)`` of FitRows, ScoreRows, OffsetRows and TreePair leaves what
+    ``refresh`` leaves given the log's distinct rows below the output's length (every row
+    for a start below 0), natively and in NumPy: rows repeated, beyond the nodes, and
+    spans longer than the compiled kernels gather at once among them."""
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(1, 64)), 4
+    start = data.draw(st.integers(-1, len(log)))
+    allocatable, idle = _table(rng, n, d)
+    releasing = rng.integers(0, 5, size=(n, d), dtype=np.int64)
+    pipelined = rng.integers(0, 5, size=(n, d), dtype=np.int64)
+    request = rng.integers(0, 12, size=d, dtype=np.int64)
+    columns = np.flatnonzero(request).astype(np.intp)
+    params = (
+        np.array([0, 1], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1, 0,
+        np.array([1, 2], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1,
+    )  # fmt: skip
+    free = (rng.random(n) < 0.8).astype(np.uint8)
+    size = 1 << max(0, (n - 1).bit_length())
+    changed = idle - rng.integers(-3, 6, size=(n, d))
+    rows = None if start < 0 else pure.unique_rows(log, start, n)
+    results = []
+    for impl in (pure, native):
+        for way in ("refresh", "since"):
+            table = idle.copy()
+            now, future = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+            scores, total = np.zeros(n, np.int64), np.zeros(n)
+            fit = impl.FitRows(table, releasing, pipelined, request, columns, now, future)
+            score = impl.ScoreRows(allocatable, table, *params, scores)
+            offset = impl.OffsetRows(total, scores, 3)
+            trees = impl.TreePair(
+                np.full(2 * size, -1, np.intp), np.full(2 * size, -1, np.intp), total, future,
+                free, now,
+            )  # fmt: skip
+            for kernel in (fit, score, offset, trees):
+                kernel.refresh(None)
+            table[:] = changed  # every row changes; only the rows refreshed may show it
+            if way == "refresh":
+                for kernel in (fit, score, offset):
+                    kernel.refresh(rows)
+                best = trees.refresh(rows)
+            else:
+                for kernel in (fit, score, offset):
+                    kernel.since(log, start)
+                best = trees.since(log, start)
+            results.append((best, now, future, scores, total))
+    first = results[0]
+    for other in results[1:]:
+        assert other[0] == first[0]
+        assert all(np.array_equal(a, b) for a, b in zip(first[1:], other[1:], strict=True))

@@ -84,8 +84,20 @@ except ImportError:
 
 
 def _stale(module: ModuleType | None) -> list[str]:
-    """The kernels a compiled module lacks (built from an older ``ext/_native.pyx``)."""
-    return [] if module is None else [n for n in KERNELS if not hasattr(module, n)]
+    """The kernels (and bound kernels' methods) a compiled module lacks (built from an
+    older ``ext/_native.pyx``)."""
+    if module is None:
+        return []
+    missing = [n for n in KERNELS if not hasattr(module, n)]
+    for name in KERNELS:
+        twin, built = getattr(_pure, name), getattr(module, name, None)
+        if isinstance(twin, type) and built is not None:
+            missing += [
+                f"{name}.{m}"
+                for m in vars(twin)
+                if not m.startswith("_") and callable(getattr(twin, m)) and not hasattr(built, m)
+            ]
+    return missing
 
 
 if _missing := _stale(_native):  # an old build must not break the import: use the twins

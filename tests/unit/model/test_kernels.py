@@ -355,6 +355,8 @@ def test_a_stale_build_is_named_and_not_used() -> None:
     missing = kernels._stale(old_build)
     assert "book" not in missing and "any_open" in missing
     assert kernels._stale(native) == [] and kernels._stale(None) == []
+    old_build.FitRows = type("FitRows", (), {"refresh": lambda self, rows: None})  # type: ignore[attr-defined]
+    assert "FitRows.since" in kernels._stale(old_build)  # a method added since counts too
 
 
 @settings(max_examples=200, deadline=None)

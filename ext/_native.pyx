@@ -585,6 +585,19 @@ cdef object _backlog(list log, Py_ssize_t start, Py_ssize_t n):
     return None if start < 0 else unique_rows(log, start, n)
 
 
+def free_cards(list sharers, tuple resources, str resource, Py_ssize_t wanted):
+    cdef list found = []
+    cdef Py_ssize_t i, n = len(resources)
+    if len(sharers) < n:
+        raise IndexError("fewer sharer counts than cards")
+    for i in range(n):
+        if len(found) >= wanted:
+            break
+        if not sharers[i] and resources[i] == resource:
+            found.append(i)
+    return found
+
+
 def unique_rows(list log, Py_ssize_t start, Py_ssize_t n):
     cdef Py_ssize_t end = len(log)
     cdef Py_ssize_t i, j, k, r, m = 0

@@ -51,9 +51,12 @@ TOO_MANY_PODS = "Too many pods"
 """kube-scheduler's reason when a node has no pod slot left."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Placement:
-    """The chosen node. ``fits_idle`` False means only future idle fits: pipeline, don't bind."""
+    """The chosen node. ``fits_idle`` False means only future idle fits: pipeline, don't bind.
+
+    A record its reader never changes; not frozen, since a frozen dataclass sets each
+    field through ``object.__setattr__`` and one is made per task placed."""
 
     node: NodeInfo
     index: int

@@ -27,6 +27,7 @@ __all__ = [
     "book",
     "book_status",
     "fit_rows",
+    "free_cards",
     "merge_amounts",
     "offset_rows",
     "resource_scores",
@@ -454,6 +455,21 @@ def _since(log: list[int], start: int, n: int) -> Rows | None:
     """The rows a bound kernel's ``since`` refreshes: None (every row) for a ``start``
     below 0, else the distinct rows below ``n`` of ``log[start:]``."""
     return None if start < 0 else unique_rows(log, start, n)
+
+
+def free_cards(
+    sharers: list[int], resources: tuple[str, ...], resource: str, wanted: int
+) -> list[int]:
+    """The positions of the first ``wanted`` cards that no pod holds (``sharers`` 0) and
+    that are asked under ``resource`` (fewer when there are not so many): the cards a
+    plain GPU claim books (``GpuUse.book``)."""
+    found: list[int] = []
+    for i, name in enumerate(resources):
+        if len(found) >= wanted:
+            break
+        if not sharers[i] and name == resource:
+            found.append(i)
+    return found
 
 
 def unique_rows(log: list[int], start: int, n: int) -> Rows:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from asyncsched.api import Node, Pod
 from asyncsched.api.quantity import QuantityError, to_units
+from asyncsched.model import kernels
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 
 __all__ = [
@@ -119,6 +120,11 @@ class NodeGpus:
     problems: tuple[str, ...] = ()
     """Why parts of the inventory were left out (a malformed register entry...)."""
     _by_uuid: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    resources: tuple[str, ...] = field(init=False, compare=False, repr=False)
+    """Each card's ``resource``, by position: what booking a plain claim reads."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "resources", tuple(card.resource for card in self.cards))
 
     def position(self, uuid: str) -> int:
         """The position in ``cards`` of the card with this UUID, -1 if there is none."""
@@ -516,12 +522,10 @@ class GpuUse:
             return
         booked: list[tuple[int, int, int, bool]] = []
         if claim.source == "plain":  # the first ``plain`` cards of its resource no one holds
-            sharers, wanted, resource = self.sharers, claim.plain, claim.resource
-            for i, card in enumerate(self.gpus.cards):
-                if len(booked) >= wanted:
-                    break
-                if not sharers[i] and card.resource == resource:
-                    booked.append((i, 0, CARD_CORES, True))
+            free = kernels.free_cards(
+                self.sharers, self.gpus.resources, claim.resource, claim.plain
+            )
+            booked = [(i, 0, CARD_CORES, True) for i in free]
         else:
             for share in claim.shares:
                 position = self._position(share)

@@ -36,6 +36,7 @@ __all__ = [
     "book_status",
     "describe",
     "fit_rows",
+    "free_cards",
     "merge_amounts",
     "offset_rows",
     "resource_scores",
@@ -65,6 +66,7 @@ best_open = _pure.best_open
 book = _pure.book
 book_status = _pure.book_status
 fit_rows = _pure.fit_rows
+free_cards = _pure.free_cards
 merge_amounts = _pure.merge_amounts
 offset_rows = _pure.offset_rows
 resource_scores = _pure.resource_scores

@@ -448,3 +448,18 @@ def test_bound_kernels_since_refresh_the_logs_rows(
     for other in results[1:]:
         assert other[0] == first[0]
         assert all(np.array_equal(a, b) for a, b in zip(first[1:], other[1:], strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["nvidia.com/gpu", "a100"])), max_size=9),
+    st.sampled_from(["nvidia.com/gpu", "a100", "h100"]),
+    st.integers(0, 10),
+)
+def test_free_cards(cards: list[tuple[int, str]], resource: str, wanted: int) -> None:
+    """The first ``wanted`` cards nobody holds and asked under ``resource``, in card order."""
+    sharers = [held for held, _ in cards]
+    resources = tuple(name for _, name in cards)
+    expected = [i for i, (held, name) in enumerate(cards) if not held and name == resource]
+    for impl in (pure, native):
+        assert impl.free_cards(sharers, resources, resource, wanted) == expected[:wanted]

@@ -93,7 +93,28 @@ def pod_requests(pod: Pod) -> tuple[Resource, Resource]:
     for container in pod.spec.init_containers:
         init_peak = init_peak.maximum(_container_requests(container))
     overhead = Resource.from_quantities(pod.spec.overhead)
-    return total + overhead, total.maximum(init_peak) + overhead
+    return _one_of(total + overhead), _one_of(total.maximum(init_peak) + overhead)
+
+
+_REQUESTS: dict[Resource, Resource] = {}
+"""One Resource object per distinct request among the pods parsed lately (bounded)."""
+
+
+def _one_of(request: Resource) -> Resource:
+    """The one object of requests equal to ``request``: pods asking the same share it.
+
+    Requests key the hot lookups of a placement (the node table's row vector of a request,
+    nodeorder's scores per request), and a Python dict compares a key object with itself
+    without calling ``Resource.__eq__``; a hundred thousand equal requests parsed apart
+    would each compare field by field, several times a pod. A Resource is immutable, so
+    sharing changes no answer; the table starts over past 4,096 distinct requests, which
+    costs only that sharing."""
+    found = _REQUESTS.get(request)
+    if found is None:
+        if len(_REQUESTS) >= 4096:
+            _REQUESTS.clear()
+        found = _REQUESTS[request] = request
+    return found
 
 
 def _container_requests(container: Container) -> Resource:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from asyncsched.api import Pod
+from asyncsched.model import task as task_module
 from asyncsched.model.task import TaskInfo, pod_preemptable, pod_requests, pod_role
 
 
@@ -34,6 +35,28 @@ def test_no_requests_and_no_limits_is_best_effort() -> None:
     running, to_start = pod_requests(_pod({"containers": [{"name": "a"}]}))
 
     assert running.is_empty() and to_start.is_empty()
+
+
+def test_pods_asking_the_same_share_one_request_object() -> None:
+    """Equal requests parsed from different pods are one object (the hot lookups keyed by
+    a request then compare it with itself); different ones stay apart."""
+    asks = {"containers": [{"name": "a", "resources": {"requests": {"cpu": "2"}}}]}
+    first, first_start = pod_requests(_pod(asks))
+    second, second_start = pod_requests(_pod(asks))
+    other, _ = pod_requests(
+        _pod({"containers": [{"name": "a", "resources": {"requests": {"cpu": "3"}}}]})
+    )
+    assert first is second and first_start is second_start
+    assert first_start is first  # no init container: the request to start is the same
+    assert other is not first and other.get("cpu") == 3000
+
+
+def test_the_shared_requests_are_bounded() -> None:
+    for cpu in range(1, 4200):
+        pod_requests(
+            _pod({"containers": [{"name": "a", "resources": {"requests": {"cpu": f"{cpu}m"}}}]})
+        )
+    assert len(task_module._REQUESTS) <= 4096
 
 
 def _meta_pod(annotations: dict[str, str], labels: dict[str, str]) -> Pod:

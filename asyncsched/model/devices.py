@@ -455,6 +455,11 @@ def claim_annotations(claim: GpuClaim, gpus: NodeGpus, node: str, now: int) -> d
 
 
 _Booked = tuple[tuple[int, int, int, bool], ...]
+_WHOLE_CARDS: tuple[tuple[tuple[int, int, int, bool], ...], ...] = tuple(
+    ((i, 0, CARD_CORES, True),) for i in range(16)
+)
+"""What a plain claim of one card books, by the card's position: the same immutable
+records for every such pod (two new tuples per GPU pod booked cost more than the rest)."""
 """(card position, memory, cores, whole) per card a task holds."""
 _VERSIONS = itertools.count(1)
 
@@ -520,23 +525,28 @@ class GpuUse:
         """Add what the task holds (once per uid); shares naming no card are skipped."""
         if uid in self.held or claim.source != self.gpus.source:
             return
-        booked: list[tuple[int, int, int, bool]] = []
+        booked: _Booked
         if claim.source == "plain":  # the first ``plain`` cards of its resource no one holds
             free = kernels.free_cards(
                 self.sharers, self.gpus.resources, claim.resource, claim.plain
             )
-            booked = [(i, 0, CARD_CORES, True) for i in free]
+            if len(free) == 1 and free[0] < len(_WHOLE_CARDS):
+                booked = _WHOLE_CARDS[free[0]]
+            else:
+                booked = tuple((i, 0, CARD_CORES, True) for i in free)
         else:
+            shares = []
             for share in claim.shares:
                 position = self._position(share)
                 if position >= 0:
-                    booked.append((position, share.memory, share.cores, share.whole))
+                    shares.append((position, share.memory, share.cores, share.whole))
+            booked = tuple(shares)
         for position, memory, cores, whole in booked:
             self.memory[position] += memory
             self.cores[position] += cores
             self.sharers[position] += 1
             self.whole[position] += whole
-        self.held[uid] = tuple(booked)
+        self.held[uid] = booked
         if booked:
             self.version = next(_VERSIONS)
 

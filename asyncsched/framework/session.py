@@ -146,6 +146,9 @@ class Session:
         self._disabled: set[str] = set()
         self._runners: dict[Hook[Any], Callable[..., Any]] = {}
         self._keys: dict[str, Callable[[Any], tuple[Any, ...]] | None] = {}
+        self._row_scorers: _RowScorers | None = None
+        """``all_node_scores``'s scorers, taken from the tiers once (again after a
+        registration or a failure): None until then."""
         self._modes = calls.Modes.from_environment()
         flags = snapshot.node_flags
         if flags is None:  # a snapshot made by hand: check and derive what the cache's has
@@ -200,6 +203,7 @@ class Session:
         self._tiers_cache.clear()
         self._runners.clear()
         self._keys.clear()
+        self._row_scorers = None
         self._slots.clear()
         self.gpu_chooser = None
         self.model_cards = None
@@ -219,6 +223,7 @@ class Session:
         self._tiers_cache.pop(hook.name, None)
         self._runners.pop(hook, None)
         self._keys.pop(hook.name, None)
+        self._row_scorers = None
 
     def add_event_handler(self, plugin: str, handler: EventHandler) -> None:
         """Register a plugin's allocate and deallocate handlers (ON_ALLOCATE, ON_DEALLOCATE)."""
@@ -302,6 +307,7 @@ class Session:
         self._tiers_cache.clear()
         self._runners.clear()
         self._keys.clear()
+        self._row_scorers = None
 
     # -- orders --------------------------------------------------------------
 
@@ -494,27 +500,45 @@ class Session:
         (``asyncsched.framework.calls``) it is None, so every score is asked through
         ``node_scores``.
         """
-        if self._tiers(NODE_ORDER) or not self._modes.plain:
+        scorers = self._row_scorers
+        if scorers is None:
+            scorers = self._row_scorers = self._take_row_scorers()
+        if scorers.pairs is None:
             return None
         total: FloatArray | None = None
-        for tier in self._tiers(BATCH_NODE_ORDER):
-            for plugin, fn in tier:
-                rows = getattr(fn, "all_rows", None)
-                if rows is None:
-                    return None
-                try:
-                    found = rows(task)
-                except Exception as exc:  # a plugin must never take the scheduler down
-                    self.plugin_failed(plugin, BATCH_NODE_ORDER.name, exc)
-                    continue
-                if found is None:
-                    return None
-                total = found if total is None else total + found
+        for plugin, rows in scorers.pairs:
+            try:
+                found = rows(task)
+            except Exception as exc:  # a plugin must never take the scheduler down
+                self.plugin_failed(plugin, BATCH_NODE_ORDER.name, exc)
+                continue
+            if found is None:
+                return None
+            total = found if total is None else total + found
+        if not scorers.complete:
+            return None
         if total is None:
             if self._zero_scores is None:
                 self._zero_scores = np.zeros(len(self.node_list))
             total = self._zero_scores
         return total
+
+    def _take_row_scorers(self) -> _RowScorers:
+        """The batch scorers' ``all_rows`` in tier order, as ``all_node_scores`` asks them:
+        up to the first scorer without one (then ``complete`` is False: the rows are asked
+        of those before it, as the loop over the tiers did, and the answer is None); no
+        pairs at all when a per-node scorer runs or a call mode is on. Decided once, as
+        the dispatcher's runners are, instead of walking the tiers for every task."""
+        if self._tiers(NODE_ORDER) or not self._modes.plain:
+            return _RowScorers(None, False)
+        pairs: list[tuple[str, Callable[[TaskInfo], FloatArray | None]]] = []
+        for tier in self._tiers(BATCH_NODE_ORDER):
+            for plugin, fn in tier:
+                rows = getattr(fn, "all_rows", None)
+                if rows is None:
+                    return _RowScorers(pairs, False)
+                pairs.append((plugin, rows))
+        return _RowScorers(pairs, True)
 
     # -- victims -----------------------------------------------------------------
 
@@ -553,6 +577,15 @@ class Session:
 
     def job_of(self, task: TaskInfo) -> JobInfo:
         return self.jobs[task.job]
+
+
+@dataclass(frozen=True, slots=True)
+class _RowScorers:
+    """What ``Session.all_node_scores`` asks (``Session._take_row_scorers``)."""
+
+    pairs: list[tuple[str, Callable[[TaskInfo], FloatArray | None]]] | None
+    complete: bool
+    """Every batch scorer has ``all_rows``."""
 
 
 def _partition(

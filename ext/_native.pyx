@@ -598,6 +598,23 @@ def free_cards(list sharers, tuple resources, str resource, Py_ssize_t wanted):
     return found
 
 
+def task_owners(keys, dict old, dict new, set jobs, set nodes):
+    cdef object key, task, name
+    for key in keys:
+        task = old.get(key)
+        if task is not None:
+            jobs.add(task.job)
+            name = task.node_name
+            if name:
+                nodes.add(name)
+        task = new.get(key)
+        if task is not None:
+            jobs.add(task.job)
+            name = task.node_name
+            if name:
+                nodes.add(name)
+
+
 def unique_rows(list log, Py_ssize_t start, Py_ssize_t n):
     cdef Py_ssize_t end = len(log)
     cdef Py_ssize_t i, j, k, r, m = 0

@@ -37,6 +37,7 @@ from asyncsched.model import (
     QueueInfo,
     Resource,
     TaskInfo,
+    kernels,
 )
 from asyncsched.model.books import SettledTotals
 from asyncsched.model.hypernodes import HyperNodeTree
@@ -325,18 +326,7 @@ class _Build:
             elif isinstance(obj, NodeInfo):
                 nodes.add(obj.name)
         # A task copied again takes along the jobs and nodes holding its old or new copy.
-        old_of, new_of = handed.tasks.get, self.cache.tasks.get
-        add_job, add_node = jobs.add, nodes.add
-        for key in tasks:
-            old, new = old_of(key), new_of(key)
-            if old is not None:
-                add_job(old.job)
-                if old.node_name:
-                    add_node(old.node_name)
-            if new is not None:
-                add_job(new.job)
-                if new.node_name:
-                    add_node(new.node_name)
+        kernels.task_owners(tasks, handed.tasks, self.cache.tasks, jobs, nodes)
         return tasks, jobs, nodes
 
     # -- copies ----------------------------------------------------------------

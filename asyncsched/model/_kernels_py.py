@@ -11,6 +11,9 @@ answers on random inputs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
 import numpy as np
 import numpy.typing as npt
 
@@ -31,6 +34,7 @@ __all__ = [
     "merge_amounts",
     "offset_rows",
     "resource_scores",
+    "task_owners",
     "tree_refresh",
     "trees_refresh",
     "unique_rows",
@@ -470,6 +474,34 @@ def free_cards(
         if not sharers[i] and name == resource:
             found.append(i)
     return found
+
+
+class _Owned(Protocol):
+    job: str
+    node_name: str
+
+
+def task_owners(
+    keys: Iterable[str],
+    old: Mapping[str, _Owned],
+    new: Mapping[str, _Owned],
+    jobs: set[str],
+    nodes: set[str],
+) -> None:
+    """Add to ``jobs`` and ``nodes`` the job and the node (when it has one) of the task
+    each key names in ``old`` and in ``new``: what a snapshot copies again along with the
+    tasks it copies again (the last snapshot's copy, and the cache's task)."""
+    for key in keys:
+        task = old.get(key)
+        if task is not None:
+            jobs.add(task.job)
+            if task.node_name:
+                nodes.add(task.node_name)
+        task = new.get(key)
+        if task is not None:
+            jobs.add(task.job)
+            if task.node_name:
+                nodes.add(task.node_name)
 
 
 def unique_rows(log: list[int], start: int, n: int) -> Rows:

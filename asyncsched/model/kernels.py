@@ -40,6 +40,7 @@ __all__ = [
     "merge_amounts",
     "offset_rows",
     "resource_scores",
+    "task_owners",
     "tree_refresh",
     "trees_refresh",
     "unique_rows",
@@ -70,6 +71,7 @@ free_cards = _pure.free_cards
 merge_amounts = _pure.merge_amounts
 offset_rows = _pure.offset_rows
 resource_scores = _pure.resource_scores
+task_owners = _pure.task_owners
 binpack_rows = _pure.binpack_rows
 tree_refresh = _pure.tree_refresh
 trees_refresh = _pure.trees_refresh

@@ -463,3 +463,27 @@ def test_free_cards(cards: list[tuple[int, str]], resource: str, wanted: int) ->
     expected = [i for i, (held, name) in enumerate(cards) if not held and name == resource]
     for impl in (pure, native):
         assert impl.free_cards(sharers, resources, resource, wanted) == expected[:wanted]
+
+
+class _Task:
+    def __init__(self, job: str, node_name: str) -> None:
+        self.job, self.node_name = job, node_name
+
+
+_COPIES = st.dictionaries(
+    st.sampled_from("abcdefgh"),
+    st.builds(_Task, st.sampled_from(["j1", "j2", "j3"]), st.sampled_from(["", "n1", "n2"])),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.sampled_from("abcdefghij")), _COPIES, _COPIES)
+def test_task_owners(keys: set[str], old: dict[str, _Task], new: dict[str, _Task]) -> None:
+    """The jobs and nodes (not the empty name) of the old and new copies of the keys' tasks."""
+    copies = [t for k in keys for t in (old.get(k), new.get(k)) if t is not None]
+    expected_jobs = {"x"} | {t.job for t in copies}
+    expected_nodes = {"y"} | {t.node_name for t in copies if t.node_name}
+    for impl in (pure, native):
+        jobs, nodes = {"x"}, {"y"}
+        impl.task_owners(keys, old, new, jobs, nodes)
+        assert jobs == expected_jobs and nodes == expected_nodes

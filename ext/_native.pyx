@@ -598,6 +598,15 @@ def free_cards(list sharers, tuple resources, str resource, Py_ssize_t wanted):
     return found
 
 
+def by_seq(keys, dict entries):
+    cdef list pairs = [(entries[key].seq, key) for key in keys]
+    cdef Py_ssize_t i
+    pairs.sort()
+    for i in range(len(pairs)):
+        pairs[i] = (<tuple>pairs[i])[1]
+    return pairs
+
+
 def task_owners(keys, dict old, dict new, set jobs, set nodes):
     cdef object key, task, name
     for key in keys:

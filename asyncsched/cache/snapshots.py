@@ -223,7 +223,7 @@ class _Build:
         active = None
         if handed.settled:
             entries = cache.jobs
-            ordered = sorted(handed.active, key=lambda k: entries[k].seq)
+            ordered = kernels.by_seq(handed.active, entries)
             active = {k: handed.jobs[k] for k in ordered}
         return ClusterSnapshot(
             jobs=dict(handed.jobs),

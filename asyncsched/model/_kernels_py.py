@@ -29,6 +29,7 @@ __all__ = [
     "binpack_rows",
     "book",
     "book_status",
+    "by_seq",
     "fit_rows",
     "free_cards",
     "merge_amounts",
@@ -474,6 +475,16 @@ def free_cards(
         if not sharers[i] and name == resource:
             found.append(i)
     return found
+
+
+class _Entry(Protocol):
+    seq: int
+
+
+def by_seq(keys: Iterable[str], entries: Mapping[str, _Entry]) -> list[str]:
+    """``keys`` in the order of their entries' ``seq`` (then by key): the cache's job
+    entries in creation order, as a snapshot lists its jobs."""
+    return [key for _, key in sorted((entries[key].seq, key) for key in keys)]
 
 
 class _Owned(Protocol):

@@ -34,6 +34,7 @@ __all__ = [
     "binpack_rows",
     "book",
     "book_status",
+    "by_seq",
     "describe",
     "fit_rows",
     "free_cards",
@@ -66,6 +67,7 @@ any_open = _pure.any_open
 best_open = _pure.best_open
 book = _pure.book
 book_status = _pure.book_status
+by_seq = _pure.by_seq
 fit_rows = _pure.fit_rows
 free_cards = _pure.free_cards
 merge_amounts = _pure.merge_amounts

@@ -487,3 +487,19 @@ def test_task_owners(keys: set[str], old: dict[str, _Task], new: dict[str, _Task
         jobs, nodes = {"x"}, {"y"}
         impl.task_owners(keys, old, new, jobs, nodes)
         assert jobs == expected_jobs and nodes == expected_nodes
+
+
+class _Entry:
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text("abc", max_size=3), st.integers(0, 5)))
+def test_by_seq(seqs: dict[str, int]) -> None:
+    """Keys by their entries' seq, ties by key (the cache's seqs never tie)."""
+    entries = {k: _Entry(s) for k, s in seqs.items()}
+    keys = set(seqs)
+    expected = sorted(keys, key=lambda k: (seqs[k], k))
+    assert pure.by_seq(keys, entries) == expected
+    assert native.by_seq(keys, entries) == expected

@@ -294,6 +294,22 @@ def _concat_flat(flat: Flat, failed: Failed) -> Callable[..., list[Any]]:
     return run
 
 
+@_fast_path_of(first_failure)
+def _first_failure_flat(flat: Flat, failed: Failed) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        for plugin, fn in flat:
+            try:
+                result = fn(*args)
+            except Exception as exc:  # a plugin must never take the scheduler down
+                failed(plugin, exc)
+                continue
+            if result is not None and not result.passed:
+                return result
+        return None
+
+    return run
+
+
 @_fast_path_of(all_true)
 def _all_true_flat(flat: Flat, failed: Failed) -> Callable[..., bool]:
     def run(*args: Any) -> bool:

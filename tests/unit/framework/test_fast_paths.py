@@ -24,6 +24,7 @@ from asyncsched.actions.placement import first_failures
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.cache import ClusterCache
 from asyncsched.framework import dispatch
+from asyncsched.framework.answers import ValidateResult
 from asyncsched.framework.cycle import load_configuration, open_session
 from asyncsched.framework.registry import Registry
 from asyncsched.framework.session import HeapEntry, OrderKey
@@ -45,6 +46,8 @@ ANSWERS: dict[dispatch.Rule, st.SearchStrategy[Any]] = {
         st.tuples(st.sampled_from(["taint", "cordon"]), st.integers()), max_size=3
     ),
     dispatch.broadcast: st.none(),
+    dispatch.first_failure: st.none()
+    | st.builds(ValidateResult, st.booleans(), st.sampled_from(["", "NotEnoughPods"])),
 }
 
 

@@ -26,6 +26,16 @@ async def _create_podgroup(kube: Kube) -> None:
     await create(kube.api, podgroup, kube.namespace)
 
 
+async def _create_pods(kube: Kube, count: int) -> None:
+    """Pods p0, p1, ... that no scheduler takes: the tests bind them themselves."""
+    for i in range(count):
+        pod = {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"},
+            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "x"}]},
+        }  # fmt: skip
+        await create(kube.api, pod, kube.namespace)
+
+
 def _running(namespace: str, running: int) -> PodGroupUpdate:
     return PodGroupUpdate(
         job=f"{namespace}/pg", namespace=namespace, name="pg", phase="Running",
@@ -130,12 +140,7 @@ async def test_events_wait_until_no_bind_is_on_the_way(kube: Kube) -> None:
     """In a burst the API server paces the binds; an Event sent then takes its time from
     them. The Scheduled Event of the first bind goes out once the last bind is answered."""
     namespace = kube.namespace
-    for i in range(5):
-        pod = {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"},
-            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "x"}]},
-        }  # fmt: skip
-        await create(kube.api, pod, namespace)
+    await _create_pods(kube, 5)
     client = await connect(str(kube.bed.kubeconfig))
     began: list[str] = []
     post = client.post
@@ -216,12 +221,7 @@ async def test_podgroup_statuses_wait_for_the_binds_unless_a_controller_acts_on_
         "metadata": {"name": "pg2"}, "spec": {"minMember": 3, "queue": "default"},
     }  # fmt: skip
     await create(kube.api, second, namespace)
-    for i in range(5):
-        pod = {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"},
-            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "x"}]},
-        }  # fmt: skip
-        await create(kube.api, pod, namespace)
+    await _create_pods(kube, 5)
     running = _running(namespace, 3)
     inqueue = dataclasses.replace(_running(namespace, 0), name="pg2", phase="Inqueue")
     began: list[str] = []

@@ -65,6 +65,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -1012,7 +1013,8 @@ async def run_precreated(bed: Testbed, args: argparse.Namespace) -> dict[str, An
             plans = _round_plans(bed, args, kubeconfig, round_)
             measured: list[dict[str, Any]] = []
             for i, (scheduler, gang) in enumerate(plans):
-                run = f"{stamp}-r{round_}-{i}-{scheduler.name}-g{gang}"
+                label = re.sub(r"[^a-z0-9-]+", "-", scheduler.name.lower()).strip("-")
+                run = f"{stamp}-r{round_}-{i}-{label}-g{gang}"  # part of a namespace's name
                 if args.lone and gang == 1 and not scheduler.name.startswith("minimal"):
                     try:
                         figures = await measure_lone(client, scheduler, args, f"{run}-lone")

@@ -100,8 +100,8 @@ class StatusWriter:
         self._podgroups_waiting: dict[str, bytes] = {}
         """Per PodGroup path, the newest status body not yet sent (waiting for a slot)."""
         self._podgroups_urgent: set[str] = set()
-        """PodGroup paths whose waiting status does not wait for the binds, and has a write
-        of its own on the way that does not either."""
+        """PodGroup paths whose newest status must not wait for the binds: a write that
+        does not wait is on its way for it, or will follow the one in flight."""
         self._podgroups_in_flight: set[str] = set()
         self._unechoed: dict[str, list[tuple[object, ...]]] = {}
         """Per PodGroup path, the statuses written (or queued) whose echo has not come
@@ -116,9 +116,9 @@ class StatusWriter:
         event: bool = False,
         yields: bool = False,
     ) -> None:
-        """Run ``write`` when a slot is free (and, if it ``yields``, once binds flow); the
-        request is made only then, so a write given up at shutdown before its turn leaves
-        nothing half-begun. Events always yield."""
+        """Run ``write`` when a slot is free (and, if it ``yields``, once no bind is on the
+        way, or after ``YIELD_AT_MOST``); the request is made only then, so a write given
+        up at shutdown before its turn leaves nothing half-begun. Events always yield."""
         slots = self._event_slots if event else self._slots
         wait = self._yield_to_binds if event or yields else None
         task: asyncio.Task[None] = asyncio.create_task(self._guard(write, slots, wait))

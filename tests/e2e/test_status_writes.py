@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+from collections.abc import AsyncIterator
 
 import msgspec
 import pytest
@@ -175,10 +177,13 @@ async def test_a_write_that_yields_waits_for_the_binds_only_so_long(
     monkeypatch.setattr(status_module, "YIELD_AT_MOST", 0.5)
     namespace = kube.namespace
     await _create_podgroup(kube)
-    never = asyncio.Event()
+
+    async def binds_never_stop() -> None:
+        await asyncio.Event().wait()
+
     client = await connect(str(kube.bed.kubeconfig))
     try:
-        writer = StatusWriter(client, "test", yield_to_binds=never.wait)
+        writer = StatusWriter(client, "test", yield_to_binds=binds_never_stop)
         writer.podgroup(_running(namespace, 3), PodGroupStatus())
         await asyncio.sleep(0.2)
         written_early = writer.writes
@@ -208,6 +213,24 @@ def _recording(client: KubeClient, began: list[str]) -> None:
     client.patch = patched  # type: ignore[method-assign]
 
 
+@contextlib.asynccontextmanager
+async def _five_binds_on_the_way(kube: Kube, began: list[str]) -> AsyncIterator[StatusWriter]:
+    """A status writer that yields to a binder with binds of p0..p4 on their way (one slot),
+    both drained on leaving; each bind and PodGroup status write is noted in ``began``."""
+    client = await connect(str(kube.bed.kubeconfig))
+    _recording(client, began)
+    try:
+        binder = Binder(client, concurrency=1)
+        writer = StatusWriter(client, "test", yield_to_binds=binder.quiet)
+        for i in range(5):
+            binder.submit(kube.namespace, f"p{i}", "", "node-a", {})
+        yield writer
+        await binder.drain()
+        await writer.drain()
+    finally:
+        await client.close()
+
+
 async def test_podgroup_statuses_wait_for_the_binds_unless_a_controller_acts_on_them(
     kube: Kube,
 ) -> None:
@@ -225,36 +248,16 @@ async def test_podgroup_statuses_wait_for_the_binds_unless_a_controller_acts_on_
     running = _running(namespace, 3)
     inqueue = dataclasses.replace(_running(namespace, 0), name="pg2", phase="Inqueue")
     began: list[str] = []
-    client = await connect(str(kube.bed.kubeconfig))
-    _recording(client, began)
-    try:
-        binder = Binder(client, concurrency=1)
-        writer = StatusWriter(client, "test", yield_to_binds=binder.quiet)
-        for i in range(5):
-            binder.submit(namespace, f"p{i}", "", "node-a", {})
+    async with _five_binds_on_the_way(kube, began) as writer:
         writer.podgroup(running, PodGroupStatus())
         writer.podgroup(inqueue, PodGroupStatus())
-        await binder.drain()
-        await writer.drain()
-    finally:
-        await client.close()
     assert began[0] == "bind" and began.index("pg2 Inqueue") < 5 < began.index("pg Running")
     assert sorted(began) == ["bind"] * 5 + ["pg Running", "pg2 Inqueue"]
 
     began.clear()
-    client = await connect(str(kube.bed.kubeconfig))
-    _recording(client, began)
-    try:
-        binder = Binder(client, concurrency=1)
-        writer = StatusWriter(client, "test", yield_to_binds=binder.quiet)
-        for i in range(5):
-            binder.submit(namespace, f"p{i}", "", "node-a", {})  # refused: bound already
+    async with _five_binds_on_the_way(kube, began) as writer:  # refused now: bound already
         waiting = dataclasses.replace(inqueue, phase="Running", running=1)
         current = writer.podgroup(waiting, PodGroupStatus()) or PodGroupStatus()
         writer.podgroup(dataclasses.replace(inqueue, phase="Inqueue", running=2), current)
-        await binder.drain()
-        await writer.drain()
-    finally:
-        await client.close()
     assert began.index("pg2 Inqueue") < 5 and began.count("bind") == 5
     assert (writer.writes, writer.errors) == (1, 0), "the waiting status went with it"

@@ -65,7 +65,6 @@ class Binder:
         self._may_bind = may_bind
         self._on_done = on_done
         self._tasks: set[asyncio.Task[None]] = set()
-        self._active = 0
         """Binds submitted and not yet answered (queued for a slot or in flight)."""
         self._quiet = asyncio.Event()
         self._quiet.set()
@@ -77,11 +76,15 @@ class Binder:
     ) -> None:
         """Bind in the background; ``annotations`` (the cards chosen) are written on the pod
         first, then carried by the Binding too (the API server merges them with the node)."""
-        self._active += 1
         self._quiet.clear()
         task = asyncio.create_task(self._bind(namespace, name, uid, node, annotations))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not self._tasks:
+            self._quiet.set()
 
     async def quiet(self) -> None:
         """Return once no bind is queued or in flight.
@@ -99,14 +102,8 @@ class Binder:
     async def _bind(
         self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]
     ) -> None:
-        key = f"{namespace}/{name}"
-        try:
-            async with self._slots:
-                await self._send(key, namespace, name, uid, node, annotations)
-        finally:
-            self._active -= 1
-            if not self._active:
-                self._quiet.set()
+        async with self._slots:
+            await self._send(f"{namespace}/{name}", namespace, name, uid, node, annotations)
 
     async def _send(
         self, key: str, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]

@@ -929,8 +929,9 @@ async def measure_precreated(
         except TimeoutError:
             log(f"timed out: {watch.bound_count} bound")
         cpu = cpu_seconds(scheduler.pid)  # from the process's start: its first listing too
-        served = {k: round(v - served_before.get(k, 0.0), 1) for k, v in bed_cpu(bed).items()}
-        in_window = {**bed_cpu(bed), "scheduler": cpu}
+        at_last_bind = bed_cpu(bed)
+        served = {k: round(v - served_before.get(k, 0.0), 1) for k, v in at_last_bind.items()}
+        in_window = {**at_last_bind, "scheduler": cpu}
         in_window = {k: round(v - at_first_bind.get(k, v), 2) for k, v in in_window.items()}
         writes_by_last_bind = writes_between(writes_before, await api_writes(client))
         if isinstance(scheduler, AsyncSched):

@@ -57,7 +57,7 @@ class ContainerPort(msgspec.Struct, rename="camel", omit_defaults=True):
 
     container_port: Int32 = 0
     host_port: Int32 = 0
-    host_ip: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")
     protocol: str = "TCP"
     name: str = ""
 
@@ -194,7 +194,7 @@ class ContainerStatus(msgspec.Struct, rename="camel", omit_defaults=True):
 class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True):
     phase: str = "Pending"
     conditions: list[Condition] = []
-    pod_ip: str = ""
+    pod_ip: str = msgspec.field(default="", name="podIP")
     start_time: str | None = None
     nominated_node_name: str = ""
     container_statuses: list[ContainerStatus] = []

@@ -72,3 +72,12 @@ def test_two_pods_never_share_a_host_port_on_one_node(
 
     off = simulate(capsys, tmp_path, "hostport-clash.yaml", config=OFF)
     assert len(off.placements()) == 3
+
+
+def test_host_ports_on_distinct_addresses_share_a_node(capsys, tmp_path: Path) -> None:
+    run = simulate(capsys, tmp_path, "hostport-addresses.yaml")
+
+    assert run.code == 4, run.stderr  # stuck: the pod on every address can never fit
+    assert run.placements() == {"proxy-a": "edge-0", "proxy-b": "edge-0"}
+    [waiting] = run.of("unschedulable")
+    assert waiting["name"] == "proxy-any"

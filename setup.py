@@ -46,16 +46,20 @@ def _extensions() -> list[Any]:
         return []
     from setuptools import Extension
 
-    source = os.path.join("ext", "_native.pyx")
-    if not os.path.exists(os.path.join(HERE, source)):
-        return []
-    extension = Extension(
-        "asyncsched._native",
-        [source],
-        extra_compile_args=["-O3"] if os.name == "posix" else [],
-    )
+    extensions = [
+        Extension(
+            module,
+            [os.path.join("ext", source)],
+            extra_compile_args=["-O3"] if os.name == "posix" else [],
+        )
+        for module, source in (
+            ("asyncsched._native", "_native.pyx"),
+            ("asyncsched._protowire", "_protowire.pyx"),
+        )
+        if os.path.exists(os.path.join(HERE, "ext", source))
+    ]
     try:
-        return list(cythonize([extension], language_level=3, quiet=True))
+        return list(cythonize(extensions, language_level=3, quiet=True))
     except Exception as exc:
         _skip(exc)
         return []

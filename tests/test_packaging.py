@@ -177,6 +177,8 @@ def test_installed_package_runs_the_bundled_example(
     assert f"from {site / 'site-packages' / 'asyncsched'}" in version, version
     expected = "native kernels: yes" if compiler else "native kernels: no"
     assert expected in version, version
+    reader = "compiled pod reader: yes" if compiler else "compiled pod reader: no"
+    assert reader in version, version
 
     listed = _run([command, "simulate", "--list-examples"], elsewhere, env, 120)
     assert listed.split()[:2] == [

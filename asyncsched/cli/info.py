@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncsched
+from asyncsched.backends.kube import protobuf
 from asyncsched.cli.exits import EXIT_OK
 from asyncsched.framework import Registry
 from asyncsched.model import kernels
@@ -55,6 +56,7 @@ def identity() -> dict[str, str | bool]:
         "version": installed,
         "path": str(Path(asyncsched.__file__).parent),
         "native": kernels.NATIVE,
+        "compiled_pod_reader": protobuf.COMPILED,
     }
 
 
@@ -65,4 +67,5 @@ def _version(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"asyncsched {found['version']} from {found['path']}")
     print(kernels.describe())
+    print(f"compiled pod reader: {'yes' if protobuf.COMPILED else 'no'}")
     return EXIT_OK

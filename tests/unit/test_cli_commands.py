@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from asyncsched.backends.kube import protobuf
 from asyncsched.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,9 +22,10 @@ def test_version_as_json_names_version_path_and_kernels(capsys: pytest.CaptureFi
     assert main(["version", "-o", "json"]) == 0
     found = json.loads(capsys.readouterr().out)
 
-    assert set(found) == {"version", "path", "native", "kernels"}
+    assert set(found) == {"version", "path", "native", "kernels", "compiled_pod_reader"}
     assert Path(found["path"]) == ROOT / "asyncsched"
     assert isinstance(found["native"], bool)
+    assert found["compiled_pod_reader"] == protobuf.COMPILED
 
 
 @pytest.mark.parametrize("command", ["scheduler", "controllers", "explain", "job", "queue"])

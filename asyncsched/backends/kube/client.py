@@ -1,4 +1,5 @@
-"""A thin async client for the API server: raw JSON in and out, decoded with msgspec.
+"""A thin async client for the API server: raw JSON in and out, decoded with msgspec
+(and, for the pod watch, Kubernetes' protobuf: see protobuf.py).
 
 kubernetes-asyncio supplies what is hard to get right (kubeconfig and
 in-cluster loading, token refresh, TLS); requests and watch streams go through
@@ -8,6 +9,7 @@ Structs instead of generated models.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -20,6 +22,8 @@ import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
+
+from asyncsched.backends.kube.protobuf import ENVELOPE, PROTOBUF_WATCH, ProtobufError, status_of
 
 __all__ = ["KubeClient", "KubeError", "connect"]
 
@@ -50,8 +54,10 @@ class KubeClient:
             await self._own_session.close()
         await self._api.close()
 
-    async def _headers(self, content_type: str = "application/json") -> dict[str, str]:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+    async def _headers(
+        self, content_type: str = "application/json", accept: str = "application/json"
+    ) -> dict[str, str]:
+        headers = {"Accept": accept, "Content-Type": content_type}
         query: list[Any] = []
         await self._api.update_params_for_auth(headers, query, ["BearerToken"])
         return headers
@@ -91,6 +97,7 @@ class KubeClient:
         params: dict[str, str] | None = None,
         body: bytes | None = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
         timeout: float = 30.0,
     ) -> bytes:
         """Send one request; return the body, or raise KubeError with the server's message."""
@@ -101,7 +108,7 @@ class KubeClient:
                 self.host + path,
                 params=params,
                 data=body,
-                headers=await self._headers(content_type),
+                headers=await self._headers(content_type, accept),
                 timeout=aiohttp.ClientTimeout(total=timeout),
                 proxy=proxy,
                 proxy_auth=proxy_auth,
@@ -113,8 +120,10 @@ class KubeClient:
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise KubeError(0, f"cannot reach the API server at {self.host}: {exc}") from None
 
-    async def get(self, path: str, params: dict[str, str] | None = None) -> bytes:
-        return await self.request("GET", path, params=params)
+    async def get(
+        self, path: str, params: dict[str, str] | None = None, accept: str = "application/json"
+    ) -> bytes:
+        return await self.request("GET", path, params=params, accept=accept)
 
     async def post(self, path: str, body: bytes) -> bytes:
         return await self.request("POST", path, body=body)
@@ -129,12 +138,25 @@ class KubeClient:
         self, path: str, params: dict[str, str], timeout: float
     ) -> AsyncIterator[bytes]:
         """The lines of a watch; ends when the server closes it or ``timeout`` passes."""
+        async for line in self._stream(path, params, timeout, "application/json", framed=False):
+            yield line
+
+    async def stream_protobuf(
+        self, path: str, params: dict[str, str], timeout: float
+    ) -> AsyncIterator[bytes]:
+        """The frames of a protobuf watch (each a WatchEvent message, its length before it)."""
+        async for frame in self._stream(path, params, timeout, PROTOBUF_WATCH, framed=True):
+            yield frame
+
+    async def _stream(
+        self, path: str, params: dict[str, str], timeout: float, accept: str, *, framed: bool
+    ) -> AsyncIterator[bytes]:
         proxy, proxy_auth = self._proxy_for_host()
         try:
             async with self._session.get(
                 self.host + path,
                 params=params,
-                headers=await self._headers(),
+                headers=await self._headers(accept=accept),
                 timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=10),
                 proxy=proxy,
                 proxy_auth=proxy_auth,
@@ -142,9 +164,21 @@ class KubeClient:
                 if response.status >= 300:
                     data = await response.read()
                     raise KubeError(response.status, _status_message(data, response.reason))
-                async for line in response.content:
-                    if line.strip():
-                        yield line
+                content = response.content
+                if not framed:
+                    async for line in content:
+                        if line.strip():
+                            yield line
+                    return
+                while True:
+                    try:
+                        size = int.from_bytes(await content.readexactly(4), "big")
+                        frame = await content.readexactly(size)
+                    except asyncio.IncompleteReadError as exc:
+                        if exc.partial:
+                            raise KubeError(0, f"watch of {path} broke inside a frame") from None
+                        return
+                    yield frame
         except (aiohttp.ClientError, OSError) as exc:
             raise KubeError(0, f"watch of {path} broke: {exc}") from None
         except TimeoutError:
@@ -152,6 +186,11 @@ class KubeClient:
 
 
 def _status_message(data: bytes, fallback: str | None) -> str:
+    if data.startswith(ENVELOPE):
+        try:
+            return status_of(data)[1] or fallback or ""
+        except ProtobufError:
+            return fallback or ""
     try:
         status = json.loads(data)
         message = str(status.get("message") or fallback or "")

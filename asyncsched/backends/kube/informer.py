@@ -19,6 +19,16 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from asyncsched.backends.kube.client import KubeClient, KubeError
+from asyncsched.backends.kube.protobuf import (
+    PROTOBUF,
+    Message,
+    ProtobufError,
+    list_page,
+    object_meta,
+    read_message,
+    status_of,
+    watch_event,
+)
 
 __all__ = ["Backoff", "Informer", "ListPage", "ResourceKind"]
 
@@ -37,6 +47,9 @@ class ResourceKind(Generic[T]):
     optional: bool = False
     """A CRD that may not be installed: a 404 counts as synced and empty."""
     field_selector: str = ""
+    protobuf: Message | None = None
+    """The object's protobuf fields: listed and watched in protobuf, which costs the API
+    server a third of the JSON encoding (protobuf.py). None: JSON."""
 
 
 class _Meta(msgspec.Struct):
@@ -159,21 +172,42 @@ class Informer(Generic[T]):
         params = self._params({"limit": str(self.page_size)})
         version = ""
         while True:
-            page = msgspec.json.decode(
-                await self.client.get(self.resource.path, params), type=ListPage
-            )
-            version = page.metadata.resourceVersion or version
-            for raw in page.items:
-                key = self._apply(raw)
-                if key is not None:
-                    seen[key[0]] = key[1]
-            if not page.metadata.cont:
+            if self.resource.protobuf is not None:
+                cont, page_version = self._list_protobuf(
+                    await self.client.get(self.resource.path, params, accept=PROTOBUF), seen
+                )
+            else:
+                cont, page_version = self._list_json(
+                    await self.client.get(self.resource.path, params), seen
+                )
+            version = page_version or version
+            if not cont:
                 break
-            params = self._params({"limit": str(self.page_size), "continue": page.metadata.cont})
+            params = self._params({"limit": str(self.page_size), "continue": cont})
         for namespace, name in set(self.known) - set(seen):
             self.on_delete(namespace, name)
         self.known = seen
         return version
+
+    def _list_json(self, body: bytes, seen: dict[tuple[str, str], str]) -> tuple[str, str]:
+        """Apply a page's items; its continue token and resourceVersion."""
+        page = msgspec.json.decode(body, type=ListPage)
+        for raw in page.items:
+            key = self._apply(raw)
+            if key is not None:
+                seen[key[0]] = key[1]
+        return page.metadata.cont, page.metadata.resourceVersion
+
+    def _list_protobuf(self, body: bytes, seen: dict[tuple[str, str], str]) -> tuple[str, str]:
+        try:
+            meta, items = list_page(body)
+        except ProtobufError as exc:
+            raise KubeError(0, f"{self.resource.kind}: unreadable list answer: {exc}") from None
+        for start, stop in items:
+            key = self._apply_protobuf(body, start, stop)
+            if key is not None:
+                seen[key[0]] = key[1]
+        return str(meta.get("continue", "")), str(meta.get("resourceVersion", ""))
 
     async def _watch(self, version: str) -> str:
         params = self._params(
@@ -184,6 +218,8 @@ class Informer(Generic[T]):
                 "timeoutSeconds": str(self.watch_seconds),
             }
         )
+        if self.resource.protobuf is not None:
+            return await self._watch_protobuf(params, version)
         async for line in self.client.stream(
             self.resource.path, params, timeout=self.watch_seconds + 30
         ):
@@ -211,6 +247,34 @@ class Informer(Generic[T]):
             version = applied_version or version
         return version
 
+    async def _watch_protobuf(self, params: dict[str, str], version: str) -> str:
+        async for frame in self.client.stream_protobuf(
+            self.resource.path, params, timeout=self.watch_seconds + 30
+        ):
+            try:
+                kind, start, stop = watch_event(frame)
+                if kind == "ERROR":
+                    raise KubeError(*status_of(frame, start, stop))
+                if kind == "BOOKMARK" or kind == "DELETED":
+                    meta = object_meta(frame, start, stop)
+            except ProtobufError:
+                log.warning("%s: unreadable watch frame skipped", self.resource.kind)
+                continue
+            if kind == "BOOKMARK" or kind == "DELETED":
+                version = meta.get("resourceVersion") or version
+                if kind == "DELETED":
+                    key = (meta.get("namespace", ""), meta.get("name", ""))
+                    self.known.pop(key, None)
+                    self.on_delete(*key)
+                continue
+            applied = self._apply_protobuf(frame, start, stop)
+            if applied is None:
+                applied_version = self._lenient_meta(frame, start, stop).get("resourceVersion")
+            else:
+                applied_version = applied[1]
+            version = applied_version or version
+        return version
+
     def _params(self, params: dict[str, str]) -> dict[str, str]:
         if self.resource.field_selector:
             params["fieldSelector"] = self.resource.field_selector
@@ -223,7 +287,32 @@ class Informer(Generic[T]):
             named = _lenient_name(raw)
             self.on_bad(self.resource.kind, named.namespace, named.name, str(exc))
             return None
-        meta = obj.metadata  # type: ignore[attr-defined]
+        return self._upsert(obj)
+
+    def _apply_protobuf(
+        self, buf: bytes, start: int, stop: int
+    ) -> tuple[tuple[str, str], str] | None:
+        assert self.resource.protobuf is not None
+        try:
+            fields = read_message(buf, start, stop, self.resource.protobuf)
+            obj = msgspec.convert(fields, self.resource.type)
+        except (msgspec.ValidationError, ProtobufError) as exc:
+            meta = self._lenient_meta(buf, start, stop)
+            self.on_bad(
+                self.resource.kind, meta.get("namespace", ""), meta.get("name", ""), str(exc)
+            )
+            return None
+        return self._upsert(obj)
+
+    @staticmethod
+    def _lenient_meta(buf: bytes, start: int, stop: int) -> dict[str, Any]:
+        try:
+            return object_meta(buf, start, stop)
+        except ProtobufError:
+            return {"name": "?"}
+
+    def _upsert(self, obj: Any) -> tuple[tuple[str, str], str] | None:
+        meta = obj.metadata
         key = (meta.namespace, meta.name)
         try:
             self.on_upsert(obj)

@@ -27,6 +27,7 @@ from asyncsched.backends.kube.evictor import Evictor
 from asyncsched.backends.kube.informer import Informer, ResourceKind
 from asyncsched.backends.kube.leader import LeaderElector
 from asyncsched.backends.kube.metrics import Metrics, serve_http
+from asyncsched.backends.kube.pod_protobuf import POD
 from asyncsched.backends.kube.status import StatusWriter
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES, ClusterCache
 from asyncsched.framework import SessionResult, run_session
@@ -52,7 +53,7 @@ SHUTDOWN_GRACE = 5.0
 """Seconds a stopping scheduler keeps sending statuses and Events once its binds and
 evictions are done, so it is gone well within a Pod's default 30 s grace period."""
 
-PODS = ResourceKind("Pod", "/api/v1/pods", Pod)
+PODS = ResourceKind("Pod", "/api/v1/pods", Pod, protobuf=POD)
 NODES = ResourceKind("Node", "/api/v1/nodes", Node)
 PODGROUPS = ResourceKind("PodGroup", "/apis/scheduling.volcano.sh/v1beta1/podgroups", PodGroup)
 QUEUES = ResourceKind("Queue", "/apis/scheduling.volcano.sh/v1beta1/queues", Queue)

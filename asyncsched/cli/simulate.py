@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import IO, Any
@@ -174,8 +175,9 @@ def _simulate(args: argparse.Namespace) -> int:
         descheduler=descheduler,
     )
     timeline = follow(sim) if args.report else None
+    said = live.said_once() if live is not None else contextlib.nullcontext()
     try:
-        with Progress() as progress:
+        with Progress() as progress, said:
             outcome = sim.run(until=until, progress=progress)
     except KeyboardInterrupt:
         outcome = sim.interrupted()

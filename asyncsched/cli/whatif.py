@@ -8,6 +8,13 @@ configuration unless ``--config`` offers another one. Files given with ``-f``
 come on top, replacing a live object of the same kind and name. Nothing is
 written to the cluster: only GET requests are sent.
 
+Live objects are not put through create-time admission as files are: they
+were admitted when created, and may since have lost what they name (a
+PodGroup's Queue, deleted; a PriorityClass). They are read as the scheduler
+reads them: a PodGroup whose queue does not exist is skipped (its pending pods
+wait, its bound pods keep their nodes' resources), and each such object gets
+one warning line before the run.
+
 Owner references are dropped on the way in: the owners (Volcano Jobs,
 ReplicaSets...) are not read, and the simulated garbage collector would delete
 whatever they owned. Their controllers are not simulated either: a Job's
@@ -18,14 +25,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from asyncsched.api import GROUP_NAME_ANNOTATION, Pod
+from asyncsched.api import GROUP_NAME_ANNOTATION, Pod, PodGroup, Queue
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.backends.config_source import CONFIG_KEYS, ConfigSource
 from asyncsched.backends.kube import KubeError, connect
@@ -38,7 +47,15 @@ from asyncsched.cli.exits import EXIT_BAD_INPUT
 from asyncsched.cli.output import CliError
 from asyncsched.framework import Registry
 
-__all__ = ["DEFAULT_CONFIG_MAP", "WhatIf", "add_arguments", "combine", "prepare", "render"]
+__all__ = [
+    "DEFAULT_CONFIG_MAP",
+    "WhatIf",
+    "add_arguments",
+    "assemble",
+    "combine",
+    "prepare",
+    "render",
+]
 
 DEFAULT_CONFIG_MAP = "asyncsched-system/volcano-scheduler-configmap"
 """Where deploy/ and the Helm chart (release namespace asyncsched-system) keep the configuration."""
@@ -75,6 +92,21 @@ class WhatIf:
     """Every live pod imported (``namespace/name``) and its node ("" while pending)."""
     counts: dict[str, int]
     warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Live PodGroups (``namespace/name``) the scheduler skips, and why."""
+
+    @contextlib.contextmanager
+    def said_once(self) -> Iterator[None]:
+        """While the simulation runs: the simulated scheduler's cache logs each job whose
+        queue does not exist, as the real one does; the warnings before the run said it
+        already, once per object, so its lines would only repeat them."""
+        said = _SaidAlready()
+        logger = logging.getLogger(_SNAPSHOTS_LOGGER)
+        logger.addFilter(said)
+        try:
+            yield
+        finally:
+            logger.removeFilter(said)
 
     def report(self, sim: Simulation) -> dict[str, Any]:
         """Where each pending and each new pod would go, or why it would wait, and which
@@ -93,7 +125,9 @@ class WhatIf:
                 continue
             pod = sim.store.get(Pod, key)
             if pod is not None and pod.spec.scheduler_name in names:
-                waiting.append({"pod": key, "from": origin, "reason": record.reason})
+                group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION, "")
+                reason = record.reason or self.skipped.get(f"{pod.metadata.namespace}/{group}", "")
+                waiting.append({"pod": key, "from": origin, "reason": reason})
         return {
             "cluster": self.server,
             "read": self.counts,
@@ -133,8 +167,8 @@ def prepare(args: argparse.Namespace, files: list[str], scheduler_names: Iterabl
     """Read the cluster (and its scheduler configuration unless ``--config`` names one),
     then the files; ManifestError, ConfigError or KubeError on the first problem."""
     server, snap, config = asyncio.run(_read(args))
-    live, live_pods, warnings = _from_cluster(snap, set(scheduler_names))
     added: list[Manifest] = []
+    warnings: list[str] = []
     names: list[str] = []
     for path in files:
         if str(path) == STDIN and STDIN_NAME in names:
@@ -142,8 +176,23 @@ def prepare(args: argparse.Namespace, files: list[str], scheduler_names: Iterabl
         text, name = read_input(path, sys.stdin.buffer)
         names.append(name)
         added.extend(parse_manifests(text, name, warnings))
+    return assemble(server, snap, config, added, scheduler_names, warnings)
+
+
+def assemble(
+    server: str,
+    snap: ClusterListing,
+    config: ConfigSource,
+    added: list[Manifest],
+    scheduler_names: Iterable[str],
+    file_warnings: Iterable[str] = (),
+) -> WhatIf:
+    """The what-if of a cluster as read and the files' objects: the files' under admission
+    (ManifestError on the first problem), the live ones as the scheduler reads them."""
+    live, live_pods, warnings = _from_cluster(snap, set(scheduler_names))
+    warnings += file_warnings
     manifests = combine(live, added)
-    check_references(manifests)
+    warnings += check_references(manifests)  # notes on live objects admission would refuse
     check_node_totals(manifests)
     counts = {
         "nodes": len(snap.nodes),
@@ -152,7 +201,29 @@ def prepare(args: argparse.Namespace, files: list[str], scheduler_names: Iterabl
         "pods": len(live_pods),
         "pending": sum(1 for node in live_pods.values() if not node),
     }
-    return WhatIf(server, manifests, config, live_pods, counts, snap.skipped + warnings)
+    skipped = _skipped_groups(manifests)
+    return WhatIf(server, manifests, config, live_pods, counts, snap.skipped + warnings, skipped)
+
+
+def _skipped_groups(manifests: list[Manifest]) -> dict[str, str]:
+    """The PodGroups whose queue is in none of the manifests (only live ones can be: a file's
+    is refused), and why the scheduler skips them."""
+    queues = {m.obj.metadata.name for m in manifests if isinstance(m.obj, Queue)} | {"default"}
+    return {
+        f"{m.obj.metadata.namespace}/{m.obj.metadata.name}": (
+            f"its PodGroup is skipped: queue {m.obj.spec.queue!r} does not exist"
+        )
+        for m in manifests
+        if isinstance(m.obj, PodGroup) and m.obj.spec.queue and m.obj.spec.queue not in queues
+    }
+
+
+_SNAPSHOTS_LOGGER = "asyncsched.cache.snapshots"
+
+
+class _SaidAlready(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "names queue" not in str(record.msg)
 
 
 async def _read(args: argparse.Namespace) -> tuple[str, ClusterListing, ConfigSource]:
@@ -220,7 +291,7 @@ def _from_cluster(
         pods.append(pod)
     pods.sort(key=lambda p: not p.spec.node_name)
     manifests = [
-        Manifest(obj=_unowned(obj), submit_at=0.0, source=f"cluster: {_describe(obj)}")
+        Manifest(obj=_unowned(obj), submit_at=0.0, source=f"cluster: {_describe(obj)}", live=True)
         for obj in [*objects, *pods]
     ]
     live = {f"{p.metadata.namespace}/{p.metadata.name}": p.spec.node_name for p in pods}

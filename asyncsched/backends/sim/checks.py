@@ -6,6 +6,13 @@ They run before the simulation starts, so an object the API server or a
 webhook would refuse stops the run with one line, as ``kubectl apply`` of it
 would fail at once. Only what depends on the cluster at submission time (the
 queue being there and Open) is checked again when a Job is submitted.
+
+Objects read from a live cluster (``Manifest.live``) were admitted when they
+were created, against the cluster of that moment: a PodGroup's Queue may have
+been deleted since, a PriorityClass too. Refusing them would refuse the whole
+cluster for one object, so they go in as they are, read the way the scheduler
+reads them, and each such object gets one note saying what the scheduler does
+with it (the ``check_*`` functions return these notes).
 """
 
 from __future__ import annotations
@@ -13,7 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncsched.api import Command, Job, Node, Pod, PodGroup, PriorityClass, Queue
+from asyncsched.api import (
+    GROUP_NAME_ANNOTATION,
+    Command,
+    Job,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Queue,
+)
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.api.policy import PodDisruptionBudget, pdb_problems
@@ -142,9 +158,10 @@ def _check_command(command: Command, where: str) -> None:
         )
 
 
-def check_workloads(manifests: Sequence[Manifest]) -> None:
+def check_workloads(manifests: Sequence[Manifest]) -> list[str]:
     """Every Job passes admission against the queues of the input; every PodGroup's queue,
-    every PriorityClass named and every Command's target is declared."""
+    every PriorityClass named and every Command's target is declared. The notes on live
+    objects that would not pass are returned."""
     queues: dict[str, str] = {"default": "Open"}
     children: dict[str, int] = {}
     jobs: set[tuple[str, str]] = set()
@@ -159,11 +176,10 @@ def check_workloads(manifests: Sequence[Manifest]) -> None:
                 children[parent] = children.get(parent, 0) + 1
         elif isinstance(m.obj, Job):
             jobs.add((m.obj.metadata.namespace, m.obj.metadata.name))
-    _check_queue_tree(manifests)
-    _check_topology(manifests)
+    notes = _check_queue_tree(manifests) + _check_topology(manifests)
     for m in manifests:
-        _check_priority_classes(m, classes)
-        _check_queue_names(m, queues)
+        notes += _check_priority_classes(m, classes)
+        notes += _check_queue_names(m, queues)
         if isinstance(m.obj, Job):
             problems = validate(m.obj, queues, queue_children=children)
             if problems:
@@ -179,40 +195,62 @@ def check_workloads(manifests: Sequence[Manifest]) -> None:
                 raise ManifestError(
                     f"{m.source}: targets {target.kind} {target.name!r}, which is not declared"
                 )
+    return notes
 
 
-def _check_queue_tree(manifests: Sequence[Manifest]) -> None:
+def _check_queue_tree(manifests: Sequence[Manifest]) -> list[str]:
     """Volcano's queue webhook: parents exist, form no cycle, stand at most 5 levels below
-    root; children fit within their parent's deserved, guarantee and capability."""
+    root; children fit within their parent's deserved, guarantee and capability. A live
+    queue breaking these (written while no webhook ran) is used as the scheduler uses it:
+    one with a missing parent or in a cycle is left out of the queue tree."""
     queues = [m for m in manifests if isinstance(m.obj, Queue)]
     problems = queue_tree_problems([m.obj for m in queues if isinstance(m.obj, Queue)])
+    notes = []
     for m in queues:
         found = problems.get(m.obj.metadata.name)
-        if found:
+        if found and m.live:
+            notes.append(
+                f"{m.source}: " + "; ".join(found) + ": it would be refused if created now; "
+                "used as the cluster has it, as the scheduler does"
+            )
+        elif found:
             raise ManifestError(f"{m.source}: refused by admission: " + "; ".join(found))
+    return notes
 
 
-def _check_topology(manifests: Sequence[Manifest]) -> None:
+def _check_topology(manifests: Sequence[Manifest]) -> list[str]:
     """The HyperNodes form a tree (one parent each, no cycle), and every
-    ``highestTierName`` is the tierName of some HyperNode of the input."""
-    hypernodes = [m for m in manifests if isinstance(m.obj, HyperNode)]
+    ``highestTierName`` is the tierName of some HyperNode of the input. Live ones that do
+    not are used as the scheduler uses them: a HyperNode it cannot read is left out, jobs
+    asking for a topology wait while the tree is not ready or their tier is unknown."""
+    hypernodes = {m.obj.metadata.name: m for m in manifests if isinstance(m.obj, HyperNode)}
     nodes = {
         m.obj.metadata.name: m.obj.metadata.labels for m in manifests if isinstance(m.obj, Node)
     }
-    tree = HyperNodeTree.build([m.obj for m in hypernodes if isinstance(m.obj, HyperNode)], nodes)
-    if not tree.ready:
-        bad, why = next((n, w) for n, w in tree.problems if not tree.ready)
-        source = next(m.source for m in hypernodes if m.obj.metadata.name == bad)
-        raise ManifestError(f"{source}: {why}")
+    objects = [m.obj for m in hypernodes.values() if isinstance(m.obj, HyperNode)]
+    tree = HyperNodeTree.build(objects, nodes)
+    notes = []
+    for name, why in tree.problems:
+        m = hypernodes[name]
+        if not m.live:
+            raise ManifestError(f"{m.source}: {why}")
+        effect = "the scheduler leaves it out"
+        if not tree.ready:
+            effect = "the HyperNode tree is not ready: jobs asking for a network topology wait"
+        notes.append(f"{m.source}: {why}: {effect}")
     for m in manifests:
         spec = _network_topology(m.obj)
-        name = spec.get("highestTierName") if spec else None
-        if name and name not in tree.tier_names:
+        tier = spec.get("highestTierName") if spec else None
+        if tier and tier not in tree.tier_names:
             known = ", ".join(sorted(tree.tier_names)) or "no HyperNode has a tierName"
-            raise ManifestError(
-                f"{m.source}: networkTopology.highestTierName {name!r} is the tierName of no "
+            problem = (
+                f"networkTopology.highestTierName {tier!r} is the tierName of no "
                 f"HyperNode (known: {known})"
             )
+            if not m.live:
+                raise ManifestError(f"{m.source}: {problem}")
+            notes.append(f"{m.source}: {problem}: its pods wait, as the scheduler has them")
+    return notes
 
 
 def _network_topology(obj: SimObject) -> Mapping[str, Any] | None:
@@ -223,15 +261,27 @@ def _network_topology(obj: SimObject) -> Mapping[str, Any] | None:
     return None
 
 
-def _check_priority_classes(m: Manifest, declared: set[str]) -> None:
+def _check_priority_classes(m: Manifest, declared: set[str]) -> list[str]:
     """Kubernetes' Priority admission refuses a pod naming no PriorityClass; a PodGroup's
-    or a Job's would leave every pod of it unable to be created."""
+    or a Job's would leave every pod of it unable to be created. The class of a live object
+    may have been deleted since: a live pod keeps the priority admission gave it, a live
+    PodGroup gets the default priority, as in Volcano's scheduler."""
+    notes = []
     for field, name in _priority_class_names(m.obj):
-        if name and name not in declared:
+        if not name or name in declared:
+            continue
+        if not m.live:
             raise ManifestError(
                 f"{m.source}: {field}: no PriorityClass named {name!r} is declared "
                 f"(only {' and '.join(sorted(SYSTEM_PRIORITY_CLASSES))} exist without one)"
             )
+        if isinstance(m.obj, Pod) and m.obj.spec.priority is not None:
+            continue  # its priority was set when it was created: nothing changes
+        notes.append(
+            f"{m.source}: {field}: no PriorityClass named {name!r} exists: "
+            "the scheduler gives it the default priority"
+        )
+    return notes
 
 
 def _priority_class_names(obj: SimObject) -> list[tuple[str, str]]:
@@ -256,9 +306,14 @@ def _priority_class_names(obj: SimObject) -> list[tuple[str, str]]:
     return found
 
 
-def _check_queue_names(m: Manifest, queues: Mapping[str, str]) -> None:
+def _check_queue_names(m: Manifest, queues: Mapping[str, str]) -> list[str]:
     """Volcano's PodGroup webhook refuses a PodGroup whose queue does not exist, as its Job
-    webhook refuses such a Job; a pod's queue-name annotation becomes its PodGroup's queue."""
+    webhook refuses such a Job; a pod's queue-name annotation becomes its PodGroup's queue.
+
+    The webhook looks only when the object is created: a live PodGroup's queue may have
+    been deleted since. Volcano's scheduler then leaves the PodGroup out of its sessions
+    (its cache skips a job whose queue it does not know) while its bound pods still hold
+    their nodes' resources; the simulated scheduler, the same core, does the same."""
     if isinstance(m.obj, PodGroup):
         field, queue = "spec.queue", m.obj.spec.queue
     elif isinstance(m.obj, Pod):
@@ -270,11 +325,35 @@ def _check_queue_names(m: Manifest, queues: Mapping[str, str]) -> None:
         field = f"spec.template.metadata: annotation {QUEUE_NAME_ANNOTATION}"
         queue = template_annotations(m.obj.spec.template).get(QUEUE_NAME_ANNOTATION, "")
     else:
-        return
-    if queue and queue not in queues:
+        return []
+    if not queue or queue in queues:
+        return []
+    if not m.live:
         raise ManifestError(
             f"{m.source}: refused by admission: {field}: queue {queue!r} does not exist"
         )
+    if isinstance(m.obj, PodGroup):
+        return [
+            f"{m.source}: {field}: queue {queue!r} does not exist: the scheduler skips this "
+            "PodGroup, so its pending pods are not placed (its bound pods keep their nodes' "
+            "resources)"
+        ]
+    if isinstance(m.obj, Pod) and not _grouped(m.obj.metadata):
+        # The annotation is read only when a PodGroup is made for the pod.
+        effect = (
+            f"it keeps its resources on {m.obj.spec.node_name}"
+            if m.obj.spec.node_name
+            else "it is not placed"
+        )
+        return [
+            f"{m.source}: {field}: queue {queue!r} does not exist: the scheduler skips the "
+            f"PodGroup made for this pod; {effect}"
+        ]
+    return []
+
+
+def _grouped(meta: ObjectMeta) -> bool:
+    return bool(meta.annotations.get(GROUP_NAME_ANNOTATION))
 
 
 def check_something_to_schedule(manifests: Sequence[Manifest], sources: Sequence[str]) -> None:

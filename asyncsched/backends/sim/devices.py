@@ -115,9 +115,11 @@ def check_pod_gpus(obj: SimObject, where: str) -> None:
             raise ManifestError(f"{where}: {at}: {request.error}")
 
 
-def check_device_references(manifests: Sequence[Manifest]) -> None:
+def check_device_references(manifests: Sequence[Manifest]) -> list[str]:
     """Every card a pod's annotations name exists: on some node for the UUID filters, on
-    the pod's own node for a pod the input gives already bound."""
+    the pod's own node for a pod the input gives already bound. A live pod naming cards
+    its node has lost is read as the scheduler reads it (a share of no card books
+    nothing; a filter naming no card matches none): the notes say so."""
     cards: dict[str, set[str]] = {}
     indices: dict[str, int] = {}
     for m in manifests:
@@ -127,17 +129,28 @@ def check_device_references(manifests: Sequence[Manifest]) -> None:
                 cards[m.obj.metadata.name] = {c.uuid for c in gpus.cards if c.uuid}
                 indices[m.obj.metadata.name] = len(gpus.cards)
     every = set().union(*cards.values()) if cards else set()
+    found = []
     for m in manifests:
+        problems = []
         for notes in _annotations(m.obj):
             for key in (_USE_UUID, _NO_USE_UUID):
                 named = {u.strip() for u in notes.get(key, "").split(",") if u.strip()}
                 missing = sorted(named - every)
                 if missing:
-                    raise ManifestError(
-                        f"{m.source}: {key} names {', '.join(missing)}, which no node has"
-                    )
+                    problems.append(f"{key} names {', '.join(missing)}, which no node has")
+        if problems and m.live:  # it names no card: it matches none
+            found.append(f"{m.source}: {problems[0]}: the scheduler finds no such card")
+            continue
         if isinstance(m.obj, Pod) and m.obj.spec.node_name:
-            _check_bound(m.obj, m.source, cards, indices)
+            problems += _bound_problems(m.obj, cards, indices)
+        if problems and not m.live:
+            raise ManifestError(f"{m.source}: {problems[0]}")
+        found += [
+            f"{m.source}: {p}: the scheduler books nothing on such a card (the pod's requests "
+            "still count on its node)"
+            for p in problems
+        ]
+    return found
 
 
 def _annotations(obj: SimObject) -> list[dict[str, str]]:
@@ -148,8 +161,9 @@ def _annotations(obj: SimObject) -> list[dict[str, str]]:
     return []
 
 
-def _check_bound(pod: Pod, where: str, cards: dict[str, set[str]], indices: dict[str, int]) -> None:
+def _bound_problems(pod: Pod, cards: dict[str, set[str]], indices: dict[str, int]) -> list[str]:
     node = pod.spec.node_name
+    problems = []
     request = pod_gpu_request(pod, pod_requests(pod)[0].names())
     claim = pod_gpu_claim(pod, request)
     notes = pod.metadata.annotations
@@ -158,11 +172,11 @@ def _check_bound(pod: Pod, where: str, cards: dict[str, set[str]], indices: dict
         missing = sorted(named - cards.get(node, set()))
         if missing or claim is None or not claim.shares:
             what = ", ".join(missing) or repr(notes[ASSIGNED_IDS])
-            raise ManifestError(f"{where}: {ASSIGNED_IDS} names {what}, not a card of {node}")
+            problems.append(f"{ASSIGNED_IDS} names {what}, not a card of {node}")
     if request is not None and GPU_INDEX in notes:
         have = indices.get(node, 0)
         if claim is None or any(s.index >= have for s in claim.shares):
-            raise ManifestError(
-                f"{where}: {GPU_INDEX} {notes[GPU_INDEX]!r} names a card {node} does not have "
-                f"({have} cards)"
+            problems.append(
+                f"{GPU_INDEX} {notes[GPU_INDEX]!r} names a card {node} does not have ({have} cards)"
             )
+    return problems

@@ -137,9 +137,10 @@ def parse_manifests(text: str, source: str, warnings: list[str] | None = None) -
     return found
 
 
-def check_references(manifests: list[Manifest]) -> None:
+def check_references(manifests: list[Manifest]) -> list[str]:
     """Every object unique, every pod's PodGroup declared somewhere in the input, every
-    Job admissible and every Command's target declared."""
+    Job admissible and every Command's target declared. Live objects that are not (see
+    checks.py) are kept, and the notes saying how they are read are returned."""
     seen: dict[tuple[str, str, str, float], str] = {}
     groups = set()
     for m in manifests:
@@ -151,13 +152,25 @@ def check_references(manifests: list[Manifest]) -> None:
         seen[key] = m.source
         if isinstance(m.obj, PodGroup):
             groups.add((meta.namespace, meta.name))
+    notes = []
     for m in manifests:
         if isinstance(m.obj, Pod):
             group = m.obj.metadata.annotations.get(GROUP_NAME_ANNOTATION)
-            if group and (m.obj.metadata.namespace, group) not in groups:
+            if not group or (m.obj.metadata.namespace, group) in groups:
+                continue
+            if not m.live:
                 raise ManifestError(f"{m.source}: names PodGroup {group!r}, which is not declared")
-    check_workloads(manifests)
-    check_device_references(manifests)
+            # A live pod outlives its deleted PodGroup: no job of the scheduler's holds it,
+            # but a bound one still takes its node's resources.
+            node = m.obj.spec.node_name
+            held = f"; it keeps its resources on {node}" if node else ", so it is not placed"
+            notes.append(
+                f"{m.source}: its PodGroup {group!r} does not exist: it belongs to no job "
+                f"the scheduler sees{held}"
+            )
+    notes += check_workloads(manifests)
+    notes += check_device_references(manifests)
+    return notes
 
 
 def _documents(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -98,3 +98,6 @@ class Manifest:
     submit_at: float
     source: str
     """Where it was read, for messages: ``FILE: Kind namespace/name``."""
+    live: bool = False
+    """Read from a live cluster (``simulate --from-cluster``), not written by a user:
+    create-time admission does not apply to it, the scheduler's reading does."""

@@ -145,11 +145,11 @@ def check_device_references(manifests: Sequence[Manifest]) -> list[str]:
             problems += _bound_problems(m.obj, cards, indices)
         if problems and not m.live:
             raise ManifestError(f"{m.source}: {problems[0]}")
-        found += [
-            f"{m.source}: {p}: the scheduler books nothing on such a card (the pod's requests "
-            "still count on its node)"
-            for p in problems
-        ]
+        if problems:
+            found.append(
+                f"{m.source}: {'; '.join(problems)}: the scheduler books nothing on such a "
+                "card (the pod's requests still count on its node)"
+            )
     return found
 
 

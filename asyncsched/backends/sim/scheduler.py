@@ -24,7 +24,7 @@ from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim.evictions import spend_budget
 from asyncsched.backends.sim.store import EPOCH, Note, ObjectStore, WatchEvent
 from asyncsched.cache import ClusterCache
-from asyncsched.framework import SessionResult, open_session, run_session
+from asyncsched.framework import Session, SessionResult, open_session, run_session
 from asyncsched.framework.effects import Effects, carry_out
 from asyncsched.framework.results import (
     Bind,
@@ -291,12 +291,23 @@ class SimScheduler(Effects):
         for key in keys:
             job = ssn.jobs.get(self.cache.tasks[key].job) if key in self.cache.tasks else None
             task = job.tasks.get(key) if job is not None else None
-            found[key] = waiting_reason(ssn, task) if task is not None else "not seen yet"
+            found[key] = waiting_reason(ssn, task) if task is not None else self._unseen(ssn, key)
         for group in groups:
             job = ssn.jobs.get(group)
             held = job_waiting_reason(ssn, job) if job is not None else ""
             found[group] = held or "its pods have not been created"
         return found
+
+    def _unseen(self, ssn: Session, key: str) -> str:
+        """Why a pending pod is in no job of the session: its PodGroup names a queue that
+        does not exist (the cache skips such a job, as Volcano's does; only a what-if's
+        live PodGroup can), or the pod is not seen yet."""
+        task = self.cache.tasks.get(key)
+        entry = self.cache.jobs.get(task.job) if task is not None else None
+        group = entry.podgroup if entry is not None else None
+        if group is not None and group.spec.queue not in ssn.queues:
+            return f"its PodGroup's queue {group.spec.queue!r} does not exist"
+        return "not seen yet"
 
     def unschedulable(self, note: TaskUnschedulable) -> None:
         """A FailedScheduling Event, when the reason is new for that pod."""

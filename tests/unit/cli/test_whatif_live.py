@@ -22,6 +22,7 @@ from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.kube.listing import ClusterListing
 from asyncsched.backends.sim import ManifestError, Simulation
 from asyncsched.backends.sim.manifests import parse_manifests
+from asyncsched.backends.sim.simulation import Outcome
 from asyncsched.cli.whatif import WhatIf, assemble
 from asyncsched.framework import Registry
 
@@ -86,12 +87,17 @@ def _cluster(held: bool = True) -> ClusterListing:
 
 
 def _run(what_if: WhatIf) -> dict[str, Any]:
+    report, _ = _run_with_outcome(what_if)
+    return report
+
+
+def _run_with_outcome(what_if: WhatIf) -> tuple[dict[str, Any], Outcome]:
     sim = Simulation(
         what_if.manifests, what_if.config, scheduler_names=("volcano",), keep_events=False
     )
     with what_if.said_once():
-        sim.run(until=5)
-    return what_if.report(sim)
+        outcome = sim.run(until=5)
+    return what_if.report(sim), outcome
 
 
 def _what_if(snap: ClusterListing, *files: str) -> WhatIf:
@@ -111,12 +117,15 @@ def test_a_podgroup_whose_queue_is_gone_is_skipped_while_its_bound_pods_hold_the
     what_if = _what_if(_cluster())
     assert what_if.warnings == [CLAIM]
     with caplog.at_level(logging.WARNING):
-        report = _run(what_if)
+        report, outcome = _run_with_outcome(what_if)
     placed = {r["pod"]: r["node"] for r in report["placed"]}
     waiting = {r["pod"]: r["reason"] for r in report["waiting"]}
     assert placed == {"ns/probe": "n2"}, report  # n1 is 3/4 full: claim's pod counts
     assert waiting == {"ns/late": "its PodGroup is skipped: queue 'gone-owner' does not exist"}
     assert not [r for r in caplog.records if "gone-owner" in r.getMessage()], "said twice"
+    # The summary's stuck gangs say why claim's pending pod can never be placed.
+    stuck = {s.name: s.reason for s in outcome.stuck}
+    assert stuck == {"ns/claim": "its PodGroup's queue 'gone-owner' does not exist"}
 
     # The same cluster without claim's bound pod: probe would take the emptier n1, so the
     # placement above is claim's pod being counted, not a tie broken by chance.

@@ -249,7 +249,9 @@ def _check_topology(manifests: Sequence[Manifest]) -> list[str]:
             )
             if not m.live:
                 raise ManifestError(f"{m.source}: {problem}")
-            notes.append(f"{m.source}: {problem}: its pods wait, as the scheduler has them")
+            hard = str(spec.get("mode") or "hard").lower() == "hard" if spec else True
+            effect = "its pending pods wait" if hard else "in soft mode it is placed anyway"
+            notes.append(f"{m.source}: {problem}: {effect}, as the scheduler has it")
     return notes
 
 

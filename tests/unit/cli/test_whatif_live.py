@@ -250,3 +250,18 @@ def test_a_live_pod_naming_a_card_its_node_lost_is_kept() -> None:
         "node)"
     ]
     _run(what_if)
+
+
+@pytest.mark.parametrize(
+    ("mode", "effect"),
+    [("hard", "its pending pods wait"), ("soft", "in soft mode it is placed anyway")],
+)
+def test_a_live_podgroup_naming_an_unknown_tier_is_kept(mode: str, effect: str) -> None:
+    snap = _cluster()
+    topology = {"mode": mode, "highestTierName": "rack"}
+    snap.podgroups.append(_group("spread", "default", networkTopology=topology))
+    assert _others(_what_if(snap)) == [
+        "cluster: PodGroup ns/spread: networkTopology.highestTierName 'rack' is the tierName "
+        f"of no HyperNode (known: no HyperNode has a tierName): {effect}, as the scheduler "
+        "has it"
+    ]

@@ -12,8 +12,8 @@ Live objects are not put through create-time admission as files are: they
 were admitted when created, and may since have lost what they name (a
 PodGroup's Queue, deleted; a PriorityClass). They are read as the scheduler
 reads them: a PodGroup whose queue does not exist is skipped (its pending pods
-wait, its bound pods keep their nodes' resources), and each such object gets
-one warning line before the run.
+wait, its bound pods keep their nodes' resources), and a warning line before
+the run names each such object and says how it is read.
 
 Owner references are dropped on the way in: the owners (Volcano Jobs,
 ReplicaSets...) are not read, and the simulated garbage collector would delete
@@ -222,6 +222,9 @@ _SNAPSHOTS_LOGGER = "asyncsched.cache.snapshots"
 
 
 class _SaidAlready(logging.Filter):
+    """Drops the cache's "job ... names queue ..., which does not exist; skipped" lines (a
+    unit test fails if they get through, or if the cache stops writing them)."""
+
     def filter(self, record: logging.LogRecord) -> bool:
         return "names queue" not in str(record.msg)
 

@@ -395,7 +395,8 @@ async def test_informers_in_protobuf_and_in_json_see_the_same_pods(testbed: Test
         def delete(ns: str, pod: str) -> None:
             seen[name].pop((ns, pod), None)
 
-        return Informer(client, kind, upsert, delete, lambda *a: bad.append(a))
+        # pages of two: the list's continue token is read from protobuf too
+        return Informer(client, kind, upsert, delete, lambda *a: bad.append(a), page_size=2)
 
     async with testbed.admin_client() as api:
         client = KubeClient(await new_client(testbed.kubeconfig))
@@ -403,13 +404,14 @@ async def test_informers_in_protobuf_and_in_json_see_the_same_pods(testbed: Test
         await core.create_namespace({"metadata": {"name": namespace}})
         await kubeops.wait_service_account(api, namespace)
         pods = [_kwok_pod(f"p{i}") for i in range(6)]
-        await core.create_namespaced_pod(namespace, pods[0])  # listed, not watched
+        for pod in pods[:3]:  # listed, not watched
+            await core.create_namespaced_pod(namespace, pod)
         runs = [
             asyncio.create_task(informer(client, kind, name).run())
             for kind, name in ((PODS, "protobuf"), (json_pods, "json"))
         ]
         try:
-            for pod in pods[1:]:
+            for pod in pods[3:]:
                 await core.create_namespaced_pod(namespace, pod)
             node = (await core.list_node()).items[0].metadata.name
             for name in ("p1", "p2"):

@@ -50,10 +50,7 @@ cdef inline Py_ssize_t _varint(const unsigned char* buf, Py_ssize_t pos, Py_ssiz
 
 
 cdef inline object _text(const unsigned char* buf, Py_ssize_t start, Py_ssize_t stop):
-    try:
-        return PyUnicode_DecodeUTF8(<const char*>buf + start, stop - start, NULL)
-    except UnicodeDecodeError:
-        raise _Error("a string that is not UTF-8") from None
+    return PyUnicode_DecodeUTF8(<const char*>buf + start, stop - start, "replace")
 
 
 cdef Py_ssize_t _next(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t size,

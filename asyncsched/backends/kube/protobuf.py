@@ -1,8 +1,8 @@
 """Kubernetes' protobuf encoding, read into the same values its JSON decodes to.
 
-The API server encodes an object for each watch that receives it. For a pod that is
-about a third the work in protobuf (no managedFields as text, no field names), and
-the scheduler watches every pod. No generated Python types exist for Kubernetes'
+The API server encodes every pod update for the scheduler's watch. In protobuf a pod is
+about a third of its JSON's size (no field names, managedFields not spelt out as JSON),
+and the encoding costs the server correspondingly less (BENCHMARKS.md). No generated Python types exist for Kubernetes'
 messages here, so a message is described by a table of the fields we read: their
 number, their JSON name and how to read them. Fields not in the table are skipped
 by their length, as the JSON decoders skip undeclared keys.
@@ -134,10 +134,9 @@ def _signed(value: int) -> int:
 
 
 def _text(buf: bytes, start: int, stop: int) -> str:
-    try:
-        return buf[start:stop].decode()
-    except UnicodeDecodeError:
-        raise ProtobufError("a string that is not UTF-8") from None
+    """Bytes that are not UTF-8 (a Go string may hold any) become U+FFFD, as in the JSON
+    the API server would have sent."""
+    return buf[start:stop].decode(errors="replace")
 
 
 _TIMES: dict[int, str] = {}

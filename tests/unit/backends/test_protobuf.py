@@ -241,3 +241,12 @@ def test_the_compiled_reader_and_its_twin_agree_on_any_bytes(data: bytes) -> Non
 
 def test_the_compiled_reader_serves_unless_the_twins_are_asked_for() -> None:
     assert protobuf.COMPILED and protobuf.read_message is native.read_message
+
+
+def test_bytes_that_are_not_utf8_read_as_the_json_would_show_them() -> None:
+    """A Go string may hold any bytes; the API server's JSON shows the bad ones as U+FFFD."""
+    entry = _field(1, b"note") + _field(2, b"caf\xe9")
+    data = _field(1, _field(1, b"p") + _field(12, entry))  # metadata: name, annotations
+    for reader in (native.read_message, read_message_py):
+        meta = reader(data, 0, len(data), POD)["metadata"]
+        assert meta == {"name": "p", "annotations": {"note": "caf\ufffd"}}

@@ -2,10 +2,10 @@
 
 The API server encodes every pod update for the scheduler's watch. In protobuf a pod is
 about a third of its JSON's size (no field names, managedFields not spelt out as JSON),
-and the encoding costs the server correspondingly less (BENCHMARKS.md). No generated Python types exist for Kubernetes'
-messages here, so a message is described by a table of the fields we read: their
-number, their JSON name and how to read them. Fields not in the table are skipped
-by their length, as the JSON decoders skip undeclared keys.
+and the encoding costs the server correspondingly less (BENCHMARKS.md). No generated
+Python types exist for Kubernetes' messages here, so a message is described by a table
+of the fields we read: their number, their JSON name and how to read them. Fields not
+in the table are skipped by their length, as the JSON decoders skip undeclared keys.
 
 JSON leaves out a zero value when its Go field is ``omitempty``; protobuf writes every
 non-pointer field. So a zero value is dropped unless the field says ``keep`` (a Go

@@ -43,7 +43,9 @@ scheduler's CPU what the API server, etcd, KWOK and the controller-manager used
 (``bed_cpu_seconds``), the machine's CPU between the first and the last bind
 (``window_cpu_seconds``, ``machine_cpu_ms_per_pod``: on two shared cores this, more than
 the scheduler's own CPU, sets the rate), the API server's write counts at the last bind
-and 3 s after it (``api_writes_by_last_bind``, ``api_writes``), and with ``--gang`` the
+and 3 s after it (``api_writes_by_last_bind``, ``api_writes``), the watch events and bytes
+the API server sent by the last bind, by resource (``watch_sent_by_last_bind``), and with
+``--gang`` the
 seconds from the last bind until every PodGroup shows Running.
 
 With ``--precreate``, ``--lone N`` first measures each scheduler (not the minimal binder,
@@ -374,6 +376,29 @@ async def api_writes(client: KubeClient) -> dict[str, float]:
         key = f"{labels['verb']} {what}"
         counts[key] = counts.get(key, 0.0) + float(value)
     return counts
+
+
+async def watch_sent(client: KubeClient) -> dict[str, float]:
+    """What the API server has sent to watchers so far, by resource: events and bytes
+    (its apiserver_watch_events_total and apiserver_watch_events_sizes_sum), every watcher
+    together; the difference over a run says which watches the scheduler's burst fed."""
+    text = (await client.get("/metrics")).decode()
+    sent: dict[str, float] = {}
+    for line in text.splitlines():
+        for metric, unit in (
+            ("apiserver_watch_events_total{", "events"),
+            ("apiserver_watch_events_sizes_sum{", "bytes"),
+        ):
+            if line.startswith(metric):
+                labels_text, _, value = line[len(metric) :].rpartition("} ")
+                labels = dict(
+                    (k, v.strip('"'))
+                    for k, _, v in (p.partition("=") for p in labels_text.split(","))
+                )
+                what = labels.get("resource") or labels.get("kind") or "?"
+                key = f"{what} {unit}"
+                sent[key] = sent.get(key, 0.0) + float(value)
+    return sent
 
 
 def writes_between(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
@@ -918,6 +943,7 @@ async def measure_precreated(
             scheduler.namespace = namespace
         result["load_before"] = [round(x, 2) for x in os.getloadavg()]
         writes_before = await api_writes(client)
+        sent_before = await watch_sent(client)
         served_before = bed_cpu(bed)
         scheduler.start()
         started = time.time()
@@ -934,6 +960,7 @@ async def measure_precreated(
         in_window = {**at_last_bind, "scheduler": cpu}
         in_window = {k: round(v - at_first_bind.get(k, v), 2) for k, v in in_window.items()}
         writes_by_last_bind = writes_between(writes_before, await api_writes(client))
+        sent_by_last_bind = writes_between(sent_before, await watch_sent(client))
         if isinstance(scheduler, AsyncSched):
             scheduler.stop_profile()
         bound = sorted(p.bound for p in watch.pods.values() if p.bound is not None)
@@ -959,6 +986,7 @@ async def measure_precreated(
         await asyncio.sleep(3.0)  # status writes and Events that follow the last bind
         result["api_writes"] = writes_between(writes_before, await api_writes(client))
         result["api_writes_by_last_bind"] = writes_by_last_bind
+        result["watch_sent_by_last_bind"] = sent_by_last_bind
         if isinstance(scheduler, AsyncSched):
             result["scheduler_metrics"] = scheduler.metrics()
         log(f"{scheduler.name} precreated: {json.dumps(result)}")

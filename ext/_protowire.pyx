@@ -67,7 +67,7 @@ cdef Py_ssize_t _next(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t stop,
     value[0] = 0
     if wire == 2:
         pos = _varint(buf, pos, size, &length)
-        if length > <uint64_t>(stop - pos):
+        if pos > stop or length > <uint64_t>(stop - pos):
             raise _Error("a field runs past the end of its message")
         begin[0] = pos
         end[0] = pos + length
@@ -154,7 +154,7 @@ cdef object _message(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t stop,
             else:
                 pos = _varint(buf, pos, size, &length)
             begin = pos
-            if length > <uint64_t>(stop - pos):
+            if pos > stop or length > <uint64_t>(stop - pos):
                 raise _Error("a field runs past the end of its message")
             pos += length
         elif wire == 0:

@@ -226,6 +226,17 @@ def _outcome(reader: Any, data: bytes) -> Any:
         return ProtobufError
 
 
+def test_a_length_that_lies_past_its_message_is_refused_not_read() -> None:
+    """The metadata's one byte is a string's tag; its length byte is the next field's. The
+    compiled reader once took the length from there and read past the buffer."""
+    data = _field(1, b"\x0a") + b"\x7f"
+    for reader in (native.read_message, read_message_py):
+        assert _outcome(reader, data) is ProtobufError
+    nested = _field(2, _field(2, b"\x0a") + b"\x7f")  # spec, containers: the same inside
+    for reader in (native.read_message, read_message_py):
+        assert _outcome(reader, nested) is ProtobufError
+
+
 @settings(max_examples=400)
 @given(_messages(POD))
 def test_the_compiled_reader_and_its_twin_agree_on_any_message(data: bytes) -> None:

@@ -64,6 +64,9 @@ class _Api:
 
 _RUNTIME_CLASS = f"overhead-{uuid.uuid4().hex[:5]}"
 _PRIORITY_CLASS = f"never-preempts-{uuid.uuid4().hex[:5]}"
+_OWNER = "owner"
+_owner_uid = [""]
+"""The uid of the ConfigMap the module's namespace holds for pods to name as their owner."""
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +74,9 @@ def api(testbed: Testbed) -> Iterator[tuple[_Api, str]]:
     client = _Api(testbed)
     namespace = f"protobuf-{uuid.uuid4().hex[:5]}"
     client.call("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": _OWNER}}
+    created = client.call("POST", f"/api/v1/namespaces/{namespace}/configmaps", owner)
+    _owner_uid[0] = json.loads(created)["metadata"]["uid"]
     runtime_class = {
         "apiVersion": "node.k8s.io/v1",
         "kind": "RuntimeClass",
@@ -292,13 +298,9 @@ def _pods(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         metadata["annotations"] = {"scheduling.k8s.io/group-name": draw(_names)}
     if draw(st.booleans()):
+        # an owner that exists: the garbage collector deletes the pods of a missing one
         metadata["ownerReferences"] = [
-            {
-                "apiVersion": "batch.volcano.sh/v1alpha1",
-                "kind": "Job",
-                "name": draw(_names),
-                "uid": str(uuid.UUID(int=draw(st.integers(0, 2**128 - 1)))),
-            }
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": _OWNER, "uid": _owner_uid[0]}
             | draw(st.sampled_from([{}, {"controller": True}, {"blockOwnerDeletion": False}]))
         ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from asyncsched.framework import Session
-from asyncsched.framework.session import HeapEntry
+from asyncsched.framework.orderkeys import HeapEntry
 from asyncsched.model import JobInfo, QueueInfo, TaskInfo
 
 __all__ = ["Walk", "admitted_queue", "ordered_tasks"]

@@ -54,7 +54,7 @@ from asyncsched.framework.hooks import (
     IntArray,
     ValidateResult,
 )
-from asyncsched.framework.orderkeys import KeyOrder, live_before, tuple_key
+from asyncsched.framework.orderkeys import KeyOrder, OrderKey, live_before, tuple_key
 from asyncsched.framework.plugin import Plugin
 from asyncsched.framework.results import PluginFailure, PluginGauge, SessionResult
 from asyncsched.framework.state import Slot
@@ -73,7 +73,7 @@ from asyncsched.model.devices import GpuClaim
 from asyncsched.model.hypernodes import HyperNodeInfo
 from asyncsched.model.task import has_pod_rules
 
-__all__ = ["EventHandler", "GangAttempt", "HeapEntry", "OrderKey", "Session"]
+__all__ = ["EventHandler", "GangAttempt", "Session"]
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -625,57 +625,3 @@ def _job_fallback(job: JobInfo) -> tuple[float, str]:
 
 def _task_fallback(task: TaskInfo) -> tuple[float, str]:
     return task.creation, task.name
-
-
-class OrderKey:
-    """A sort key from a ``before(left, right)`` order, like ``functools.cmp_to_key`` of
-    ``-1 if before(l, r) else 1 if before(r, l) else 0``, with the same answers.
-
-    Sorts and heaps only ask ``<``, which is ``before(l, r)`` alone: one round of
-    plugin calls per comparison instead of two when ``l`` does not go first.
-    """
-
-    __slots__ = ("before", "item")
-
-    def __init__(self, before: Callable[[Any, Any], bool], item: Any) -> None:
-        self.before = before
-        self.item = item
-
-    def __lt__(self, other: OrderKey) -> bool:
-        return self.before(self.item, other.item)
-
-    def __gt__(self, other: OrderKey) -> bool:
-        return self.before(other.item, self.item)
-
-    def __le__(self, other: OrderKey) -> bool:
-        return not self.before(other.item, self.item)
-
-    def __ge__(self, other: OrderKey) -> bool:
-        return not self.before(self.item, other.item)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OrderKey):
-            return NotImplemented
-        return not self.before(self.item, other.item) and not self.before(other.item, self.item)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class HeapEntry:
-    """A heap entry ordered by an OrderKey, then by insertion: a (key, counter, item) tuple
-    without the tuple's ``==`` probe, which would run the plugins' order twice more."""
-
-    __slots__ = ("counter", "item", "key")
-
-    def __init__(self, key: OrderKey, counter: int, item: Any) -> None:
-        self.key = key
-        self.counter = counter
-        self.item = item
-
-    def __lt__(self, other: HeapEntry) -> bool:
-        mine, theirs = self.key, other.key
-        if mine.before(mine.item, theirs.item):
-            return True
-        if mine.before(theirs.item, mine.item):
-            return False
-        return self.counter < other.counter

@@ -26,8 +26,8 @@ from asyncsched.cache import ClusterCache
 from asyncsched.framework import dispatch
 from asyncsched.framework.answers import ValidateResult
 from asyncsched.framework.cycle import load_configuration, open_session
+from asyncsched.framework.orderkeys import HeapEntry, OrderKey
 from asyncsched.framework.registry import Registry
-from asyncsched.framework.session import HeapEntry, OrderKey
 from tests.builders import node, pod, podgroup, queue
 from tests.unit.actions.test_fast_paths import BINPACK
 

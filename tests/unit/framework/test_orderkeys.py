@@ -22,8 +22,7 @@ from asyncsched.api import Node, Pod, PodGroup, PriorityClass
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.framework import Registry, Session, Statement, load_configuration, run_session
 from asyncsched.framework.hooks import JOB_ORDER
-from asyncsched.framework.orderkeys import NO_OPINION, KeyOrder
-from asyncsched.framework.session import OrderKey
+from asyncsched.framework.orderkeys import NO_OPINION, KeyOrder, OrderKey
 from asyncsched.model import JobInfo, TaskInfo
 from tests.builders import cache_of, node, pod, podgroup, priority_class
 from tests.switches import shortcuts

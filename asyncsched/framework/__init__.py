@@ -9,9 +9,10 @@ from asyncsched.framework.cycle import (
     run_session,
 )
 from asyncsched.framework.hookspecs import hookimpl
+from asyncsched.framework.hooktable import EventHandler
 from asyncsched.framework.registry import Registry, RegistryError
 from asyncsched.framework.results import FitErrors, SessionResult
-from asyncsched.framework.session import EventHandler, Session
+from asyncsched.framework.session import Session
 from asyncsched.framework.state import Slot
 from asyncsched.framework.statement import Statement
 from asyncsched.framework.waiting import FitFailures, GangAttempt, PodGroupConditions, UndoneGangs

@@ -13,14 +13,12 @@ modules' per-session caches in slots (:mod:`asyncsched.framework.state`).
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from asyncsched.framework import calls, dispatch
 from asyncsched.framework.budget import SessionBudget
 from asyncsched.framework.conf import PluginOption, SchedulerConfiguration
 from asyncsched.framework.hooks import (
@@ -54,9 +52,10 @@ from asyncsched.framework.hooks import (
     IntArray,
     ValidateResult,
 )
+from asyncsched.framework.hooktable import HookTable
 from asyncsched.framework.orderkeys import KeyOrder, OrderKey, live_before, tuple_key
 from asyncsched.framework.plugin import Plugin
-from asyncsched.framework.results import PluginFailure, PluginGauge, SessionResult
+from asyncsched.framework.results import PluginGauge, SessionResult
 from asyncsched.framework.state import Slot
 from asyncsched.framework.waiting import (
     FitFailures,
@@ -73,22 +72,12 @@ from asyncsched.model.devices import GpuClaim
 from asyncsched.model.hypernodes import HyperNodeInfo
 from asyncsched.model.task import has_pod_rules
 
-__all__ = ["EventHandler", "GangAttempt", "Session"]
+__all__ = ["GangAttempt", "Session"]
 
-log = logging.getLogger(__name__)
-F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class EventHandler:
-    """Told of every allocation and deallocation in the session (proportion, drf keep shares)."""
-
-    on_allocate: Callable[[TaskInfo], None] | None = None
-    on_deallocate: Callable[[TaskInfo], None] | None = None
-
-
-class Session:
+class Session(HookTable):
     """The state and the combined plugin callbacks of one scheduling cycle."""
 
     def __init__(
@@ -141,15 +130,11 @@ class Session:
         self.evicted_from: set[str] = set()
         """Jobs a committed statement evicted from (written by ``Statement.commit``): their
         PodGroup status is reported even when they were settled (not in ``active_jobs``)."""
-        self._registered: dict[str, dict[str, Callable[..., Any]]] = {}
-        self._tiers_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
-        self._disabled: set[str] = set()
-        self._runners: dict[Hook[Any], Callable[..., Any]] = {}
+        super().__init__()  # the base's callbacks and caches (none registered yet)
         self._keys: dict[str, Callable[[Any], tuple[Any, ...]] | None] = {}
         self._row_scorers: _RowScorers | None = None
         """``all_node_scores``'s scorers, taken from the tiers once (again after a
         registration or a failure): None until then."""
-        self._modes = calls.Modes.from_environment()
         flags = snapshot.node_flags
         if flags is None:  # a snapshot made by hand: check and derive what the cache's has
             self.node_list.sort(key=lambda n: n.row)
@@ -199,114 +184,17 @@ class Session:
         a sixth of a long simulation's time went to that. Closed, it is freed as soon
         as the last reference to it goes.
         """
-        self._registered.clear()
-        self._tiers_cache.clear()
-        self._runners.clear()
-        self._keys.clear()
-        self._row_scorers = None
+        self._drop_callbacks()
         self._slots.clear()
         self.gpu_chooser = None
         self.model_cards = None
 
-    @property
-    def shortcuts(self) -> bool:
-        """May the session skip calls whose answers it knows, keeping every decision?
-        (Off with ``ASYNCSCHED_SHORTCUTS=0`` and in the call modes; see
-        ``asyncsched.framework.calls``.)"""
-        return self._modes.shortcut
-
-    # -- registration and the dispatcher ----------------------------------------
-
-    def add(self, hook: Hook[F], plugin: str, fn: F) -> None:
-        """Register ``fn`` as ``plugin``'s answer to ``hook``."""
-        self._registered.setdefault(hook.name, {})[plugin] = fn
-        self._tiers_cache.pop(hook.name, None)
-        self._runners.pop(hook, None)
-        self._keys.pop(hook.name, None)
-        self._row_scorers = None
-
-    def add_event_handler(self, plugin: str, handler: EventHandler) -> None:
-        """Register a plugin's allocate and deallocate handlers (ON_ALLOCATE, ON_DEALLOCATE)."""
-        if handler.on_allocate is not None:
-            self.add(ON_ALLOCATE, plugin, handler.on_allocate)
-        if handler.on_deallocate is not None:
-            self.add(ON_DEALLOCATE, plugin, handler.on_deallocate)
-
-    def callbacks(self, hook: Hook[F]) -> list[tuple[str, F]]:
-        """The enabled plugins' callbacks for ``hook`` as (plugin, callback), tiers in order.
-
-        For tools that show each plugin's own answer (``asyncsched explain``: which
-        predicate refused a node, what each scorer gave it); deciding goes through
-        ``call``, which applies the hook's rule.
-        """
-        return [(plugin, cast(F, fn)) for tier in self._tiers(hook) for plugin, fn in tier]
-
-    def has(self, hook: Hook[Any]) -> bool:
-        """Is any enabled plugin registered for ``hook``?"""
-        return any(self._tiers(hook))
-
-    def call(self, hook: Hook[Any], *args: Any) -> Any:
-        """The plugins' combined answer to ``hook``: its rule over the enabled callbacks,
-        by tier. A plugin that raises has no opinion; it is reported and dropped for
-        the rest of the session (``plugin_failed``)."""
-        return (self._runners.get(hook) or self._runner(hook))(*args)
-
-    def _runner(self, hook: Hook[Any]) -> Callable[..., Any]:
-        """The hook's rule bound to this session's callbacks (its fast path when it has one
-        and no call mode is on), built once and kept until a registration or a failure
-        changes the callbacks."""
-        tiers = self._tiers(hook)
-        failed = functools.partial(self._failed, hook)
-        fast = dispatch.FAST_PATHS.get(hook.rule) if self._modes.plain else None
-        run: Callable[..., Any]
-        if fast is not None:
-            run = fast([pair for tier in tiers for pair in tier], failed)
+    def _callbacks_changed(self, hook: Hook[Any] | None) -> None:
+        super()._callbacks_changed(hook)
+        if hook is None:
+            self._keys.clear()
         else:
-            call = calls.caller(hook, failed, self._modes, self._state_mark)
-            run = functools.partial(hook.rule, tiers, call)
-        self._runners[hook] = run
-        return run
-
-    def _state_mark(self) -> tuple[int, ...]:
-        """What a question may not change: the node table and the decisions so far."""
-        result, table = self.result, self.table
-        return (
-            table.version,
-            table.epoch,
-            len(result.binds),
-            len(result.evictions),
-            len(result.nominations),
-            len(result.enqueued),
-        )
-
-    def _tiers(self, hook: Hook[Any]) -> list[list[tuple[str, Callable[..., Any]]]]:
-        cached = self._tiers_cache.get(hook.name)
-        if cached is not None:
-            return cached
-        fns = self._registered.get(hook.name, {})
-        tiers = [
-            [
-                (p.name, fns[p.name])
-                for p in tier.plugins
-                if p.name in fns and p.name not in self._disabled and p.enabled(hook.flag)
-            ]
-            for tier in self.configuration.tiers
-        ]
-        tiers = [t for t in tiers if t]
-        self._tiers_cache[hook.name] = tiers
-        return tiers
-
-    def _failed(self, hook: Hook[Any], plugin: str, exc: Exception) -> None:
-        self.plugin_failed(plugin, hook.name, exc)
-
-    def plugin_failed(self, plugin: str, hook: str, exc: BaseException) -> None:
-        """Drop a plugin that raised for the rest of this session, and report it."""
-        log.error("plugin %s failed in %s: %s: %s", plugin, hook, type(exc).__name__, exc)
-        self.result.failures.append(PluginFailure(plugin, hook, f"{type(exc).__name__}: {exc}"))
-        self._disabled.add(plugin)
-        self._tiers_cache.clear()
-        self._runners.clear()
-        self._keys.clear()
+            self._keys.pop(hook.name, None)
         self._row_scorers = None
 
     # -- orders --------------------------------------------------------------

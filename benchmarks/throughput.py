@@ -200,7 +200,7 @@ AREAS = (
     ("- - batch predicates", "session.py:batch_predicate"),
     ("- Statement.allocate", "statement.py:allocate"),
     ("- Statement.commit", "statement.py:commit"),
-    ("- job order", "session.py:job_order"),
+    ("- job order", "orders.py:job_order"),
     ("- allocatable", "session.py:allocatable"),
     ("- job_ready", "session.py:job_ready"),
     ("backfill", "backfill.py:execute"),

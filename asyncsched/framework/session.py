@@ -12,7 +12,6 @@ modules' per-session caches in slots (:mod:`asyncsched.framework.state`).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -28,7 +27,6 @@ from asyncsched.framework.hooks import (
     HYPERNODE_ORDER,
     JOB_ENQUEUEABLE,
     JOB_ENQUEUED,
-    JOB_ORDER,
     JOB_PIPELINED,
     JOB_READY,
     JOB_RESERVED,
@@ -41,19 +39,15 @@ from asyncsched.framework.hooks import (
     PREDICATE,
     PREEMPTABLE,
     PREEMPTIVE,
-    QUEUE_ORDER,
     RECLAIMABLE,
     SHARE_RECLAIMABLE,
-    TASK_ORDER,
-    VICTIM_QUEUE_ORDER,
     BoolArray,
     FloatArray,
     Hook,
     IntArray,
     ValidateResult,
 )
-from asyncsched.framework.hooktable import HookTable
-from asyncsched.framework.orderkeys import KeyOrder, OrderKey, live_before, tuple_key
+from asyncsched.framework.orders import SessionOrders
 from asyncsched.framework.plugin import Plugin
 from asyncsched.framework.results import PluginGauge, SessionResult
 from asyncsched.framework.state import Slot
@@ -77,7 +71,7 @@ __all__ = ["GangAttempt", "Session"]
 T = TypeVar("T")
 
 
-class Session(HookTable):
+class Session(SessionOrders):
     """The state and the combined plugin callbacks of one scheduling cycle."""
 
     def __init__(
@@ -130,8 +124,7 @@ class Session(HookTable):
         self.evicted_from: set[str] = set()
         """Jobs a committed statement evicted from (written by ``Statement.commit``): their
         PodGroup status is reported even when they were settled (not in ``active_jobs``)."""
-        super().__init__()  # the base's callbacks and caches (none registered yet)
-        self._keys: dict[str, Callable[[Any], tuple[Any, ...]] | None] = {}
+        super().__init__()  # the bases' callbacks and caches (none registered yet)
         self._row_scorers: _RowScorers | None = None
         """``all_node_scores``'s scorers, taken from the tiers once (again after a
         registration or a failure): None until then."""
@@ -191,100 +184,7 @@ class Session(HookTable):
 
     def _callbacks_changed(self, hook: Hook[Any] | None) -> None:
         super()._callbacks_changed(hook)
-        if hook is None:
-            self._keys.clear()
-        else:
-            self._keys.pop(hook.name, None)
         self._row_scorers = None
-
-    # -- orders --------------------------------------------------------------
-
-    def job_order(self, left: JobInfo, right: JobInfo) -> bool:
-        """True if ``left`` should be scheduled before ``right``.
-
-        When no plugin decides: older first, then by uid (deterministic).
-        """
-        decided: int = self.call(JOB_ORDER, left, right)
-        return decided < 0 if decided else (left.creation, left.uid) < (right.creation, right.uid)
-
-    def queue_order(self, left: QueueInfo, right: QueueInfo) -> bool:
-        """True if ``left`` should be served before ``right`` (else older, then by name)."""
-        decided: int = self.call(QUEUE_ORDER, left, right)
-        return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
-
-    def task_order(self, left: TaskInfo, right: TaskInfo) -> bool:
-        """True if ``left`` should be placed before ``right`` (tasks of one job; else older,
-        then by name)."""
-        decided: int = self.call(TASK_ORDER, left, right)
-        return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
-
-    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> bool:
-        """True if ``left``'s tasks are given up before ``right``'s for a task of
-        ``preemptor`` (else the queue served last gives first, as in Volcano)."""
-        decided: int = self.call(VICTIM_QUEUE_ORDER, left, right, preemptor)
-        return decided < 0 if decided else self.queue_order(right, left)
-
-    def job_key(self, frozen: bool = True) -> Callable[[JobInfo], Any]:
-        """A sort key that orders jobs by job_order.
-
-        When every job-order plugin has a key (``asyncsched.framework.orderkeys``),
-        the key is a tuple taken when it is made (``frozen``), or an OrderKey that
-        compares keys read at each comparison; else an OrderKey over job_order.
-        """
-        keyed = self.frozen_job_key()
-        if keyed is None:
-            return functools.partial(OrderKey, self.job_order)
-        if frozen:
-            return keyed
-        return functools.partial(OrderKey, live_before(keyed))
-
-    def frozen_job_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
-        """The jobs' order as a tuple per job, when every job-order plugin has a key."""
-        keyed: Callable[[JobInfo], tuple[Any, ...]] | None = self._keyed(JOB_ORDER, _job_fallback)
-        return keyed
-
-    def queue_key(self) -> Callable[[QueueInfo], OrderKey]:
-        return functools.partial(OrderKey, self.queue_order)
-
-    def task_key(self) -> Callable[[TaskInfo], Any]:
-        """A sort key that orders tasks by task_order (a tuple when every task-order plugin
-        has a key, as for ``job_key``)."""
-        keyed = self._keyed(TASK_ORDER, _task_fallback)
-        return keyed if keyed is not None else functools.partial(OrderKey, self.task_order)
-
-    def fixed_task_order(self) -> tuple[object, ...] | None:
-        """What the task order is made of, when every plugin of it orders by a fixed key
-        (``KeyOrder(fixed=True)``): then the order of given tasks is the same whenever it
-        is taken, in this session or another with an equal answer. None otherwise."""
-        if not self._modes.shortcut:
-            return None
-        orders = []
-        for tier in self._tiers(TASK_ORDER):
-            for plugin, fn in tier:
-                if not (isinstance(fn, KeyOrder) and fn.fixed):
-                    return None
-                orders.append((plugin, fn.key))
-        return tuple(orders)
-
-    def _keyed(self, hook: Hook[Any], fallback: Callable[[Any], tuple[Any, ...]]) -> Any:
-        """The hook's order as one tuple per item (the plugins' keys in tier order, then
-        ``fallback``), or None when a plugin compares without a key or shortcuts are off."""
-        if hook.name in self._keys:
-            return self._keys[hook.name]
-        found = self._keys[hook.name] = self._make_keyed(hook, fallback)
-        return found
-
-    def _make_keyed(
-        self, hook: Hook[Any], fallback: Callable[[Any], tuple[Any, ...]]
-    ) -> Callable[[Any], tuple[Any, ...]] | None:
-        if not self._modes.shortcut:
-            return None
-        pairs = [pair for tier in self._tiers(hook) for pair in tier]
-        orders = [fn for _, fn in pairs if isinstance(fn, KeyOrder)]
-        if len(orders) < len(pairs):
-            return None
-        keys = [(plugin, order.key) for (plugin, _), order in zip(pairs, orders, strict=True)]
-        return tuple_key(keys, fallback, functools.partial(self._failed, hook))
 
     # -- gang and admission ----------------------------------------------------
 
@@ -505,11 +405,3 @@ def _tasks_with_pod_rules(snapshot: ClusterSnapshot) -> dict[str, TaskInfo]:
             if has_pod_rules(task.pod):
                 found[uid] = task
     return found
-
-
-def _job_fallback(job: JobInfo) -> tuple[float, str]:
-    return job.creation, job.uid
-
-
-def _task_fallback(task: TaskInfo) -> tuple[float, str]:
-    return task.creation, task.name

@@ -194,7 +194,7 @@ AREAS = (
     ("enqueue", "enqueue.py:execute"),
     ("allocate", "allocate.py:execute"),
     ("- find_node", "placement.py:find_node"),
-    ("- - scores (all_node_scores)", "session.py:all_node_scores"),
+    ("- - scores (all_node_scores)", "scoring.py:all_node_scores"),
     ("- - fit masks", "placement.py:fits"),
     ("- - best node", "placement.py:best"),
     ("- - batch predicates", "session.py:batch_predicate"),

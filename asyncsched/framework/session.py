@@ -8,23 +8,24 @@ question and event goes through ``call`` (the hook's rule, see
 ``allocatable``...) are that call. What the session learns about why pods
 wait is kept in typed owners (:mod:`asyncsched.framework.waiting`), and
 modules' per-session caches in slots (:mod:`asyncsched.framework.state`).
+
+Its bases hold one concept each: the registered callbacks and ``call``
+(:mod:`asyncsched.framework.hooktable`), the orders and their sort keys
+(:mod:`asyncsched.framework.orders`), and node scoring
+(:mod:`asyncsched.framework.scoring`). This module keeps the session's state and
+the hooks that are a single call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
-
-import numpy as np
 
 from asyncsched.framework.budget import SessionBudget
 from asyncsched.framework.conf import PluginOption, SchedulerConfiguration
 from asyncsched.framework.hooks import (
     ALLOCATABLE,
-    BATCH_NODE_ORDER,
     BATCH_PREDICATE,
-    HYPERNODE_ORDER,
     JOB_ENQUEUEABLE,
     JOB_ENQUEUED,
     JOB_PIPELINED,
@@ -32,7 +33,6 @@ from asyncsched.framework.hooks import (
     JOB_RESERVED,
     JOB_STARVING,
     JOB_VALID,
-    NODE_ORDER,
     ON_ALLOCATE,
     ON_DEALLOCATE,
     OVERUSED,
@@ -42,14 +42,12 @@ from asyncsched.framework.hooks import (
     RECLAIMABLE,
     SHARE_RECLAIMABLE,
     BoolArray,
-    FloatArray,
-    Hook,
-    IntArray,
     ValidateResult,
 )
 from asyncsched.framework.orders import SessionOrders
 from asyncsched.framework.plugin import Plugin
 from asyncsched.framework.results import PluginGauge, SessionResult
+from asyncsched.framework.scoring import NodeScoring
 from asyncsched.framework.state import Slot
 from asyncsched.framework.waiting import (
     FitFailures,
@@ -63,7 +61,6 @@ from asyncsched.framework.waiting import (
 from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
 from asyncsched.model.books import SettledTotals
 from asyncsched.model.devices import GpuClaim
-from asyncsched.model.hypernodes import HyperNodeInfo
 from asyncsched.model.task import has_pod_rules
 
 __all__ = ["GangAttempt", "Session"]
@@ -71,7 +68,7 @@ __all__ = ["GangAttempt", "Session"]
 T = TypeVar("T")
 
 
-class Session(SessionOrders):
+class Session(SessionOrders, NodeScoring):
     """The state and the combined plugin callbacks of one scheduling cycle."""
 
     def __init__(
@@ -120,14 +117,10 @@ class Session(SessionOrders):
         """Whether the shell exports what plugins report (``report_gauge``); a plugin may
         skip work done only to report it when not."""
         self._slots: dict[Slot[Any], Any] = {}
-        self._zero_scores: FloatArray | None = None
         self.evicted_from: set[str] = set()
         """Jobs a committed statement evicted from (written by ``Statement.commit``): their
         PodGroup status is reported even when they were settled (not in ``active_jobs``)."""
         super().__init__()  # the bases' callbacks and caches (none registered yet)
-        self._row_scorers: _RowScorers | None = None
-        """``all_node_scores``'s scorers, taken from the tiers once (again after a
-        registration or a failure): None until then."""
         flags = snapshot.node_flags
         if flags is None:  # a snapshot made by hand: check and derive what the cache's has
             self.node_list.sort(key=lambda n: n.row)
@@ -181,10 +174,6 @@ class Session(SessionOrders):
         self._slots.clear()
         self.gpu_chooser = None
         self.model_cards = None
-
-    def _callbacks_changed(self, hook: Hook[Any] | None) -> None:
-        super()._callbacks_changed(hook)
-        self._row_scorers = None
 
     # -- gang and admission ----------------------------------------------------
 
@@ -262,72 +251,6 @@ class Session(SessionOrders):
         failures: list[tuple[str, BoolArray]] = self.call(BATCH_PREDICATE, task)
         return failures
 
-    def node_scores(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
-        """Total score of each candidate node (indices into node_list): the batch scorers'
-        sum, plus the per-node scorers' sum on each candidate."""
-        scores: FloatArray = np.zeros(len(candidates), dtype=np.float64)
-        scores += self.call(BATCH_NODE_ORDER, task, candidates)
-        if self.has(NODE_ORDER):
-            nodes = self.node_list
-            scores += [self.call(NODE_ORDER, task, nodes[i]) for i in candidates]
-        return scores
-
-    def hypernode_score(self, job: JobInfo, hypernode: HyperNodeInfo) -> float:
-        """The plugins' total score for placing the gang in ``hypernode`` (0 without any)."""
-        score: float = self.call(HYPERNODE_ORDER, job, hypernode)
-        return score
-
-    def all_node_scores(self, task: TaskInfo) -> FloatArray | None:
-        """``node_scores`` of every node at once, or None when it cannot be had that way.
-
-        The fast path of BATCH_NODE_ORDER's ``sum_scores``: when every batch
-        scorer is a RowScorer that can say every node's score (and no per-node
-        scorer runs), their rows add up to what ``node_scores`` gives for any
-        candidate set (tests/unit/framework/test_fast_paths.py). The array may be
-        a scorer's own cache: read it, never write it. With a call mode on
-        (``asyncsched.framework.calls``) it is None, so every score is asked through
-        ``node_scores``.
-        """
-        scorers = self._row_scorers
-        if scorers is None:
-            scorers = self._row_scorers = self._take_row_scorers()
-        if scorers.pairs is None:
-            return None
-        total: FloatArray | None = None
-        for plugin, rows in scorers.pairs:
-            try:
-                found = rows(task)
-            except Exception as exc:  # a plugin must never take the scheduler down
-                self.plugin_failed(plugin, BATCH_NODE_ORDER.name, exc)
-                continue
-            if found is None:
-                return None
-            total = found if total is None else total + found
-        if not scorers.complete:
-            return None
-        if total is None:
-            if self._zero_scores is None:
-                self._zero_scores = np.zeros(len(self.node_list))
-            total = self._zero_scores
-        return total
-
-    def _take_row_scorers(self) -> _RowScorers:
-        """The batch scorers' ``all_rows`` in tier order, as ``all_node_scores`` asks them:
-        up to the first scorer without one (then ``complete`` is False: the rows are asked
-        of those before it, as the loop over the tiers did, and the answer is None); no
-        pairs at all when a per-node scorer runs or a call mode is on. Decided once, as
-        the dispatcher's runners are, instead of walking the tiers for every task."""
-        if self._tiers(NODE_ORDER) or not self._modes.plain:
-            return _RowScorers(None, False)
-        pairs: list[tuple[str, Callable[[TaskInfo], FloatArray | None]]] = []
-        for tier in self._tiers(BATCH_NODE_ORDER):
-            for plugin, fn in tier:
-                rows = getattr(fn, "all_rows", None)
-                if rows is None:
-                    return _RowScorers(pairs, False)
-                pairs.append((plugin, rows))
-        return _RowScorers(pairs, True)
-
     # -- victims -----------------------------------------------------------------
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
@@ -365,15 +288,6 @@ class Session(SessionOrders):
 
     def job_of(self, task: TaskInfo) -> JobInfo:
         return self.jobs[task.job]
-
-
-@dataclass(frozen=True, slots=True)
-class _RowScorers:
-    """What ``Session.all_node_scores`` asks (``Session._take_row_scorers``)."""
-
-    pairs: list[tuple[str, Callable[[TaskInfo], FloatArray | None]]] | None
-    complete: bool
-    """Every batch scorer has ``all_rows``."""
 
 
 def _partition(

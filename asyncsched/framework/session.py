@@ -51,7 +51,6 @@ from asyncsched.framework.scoring import NodeScoring
 from asyncsched.framework.state import Slot
 from asyncsched.framework.waiting import (
     FitFailures,
-    GangAttempt,
     JobNotices,
     PodGroupConditions,
     QueuedBehind,
@@ -63,7 +62,7 @@ from asyncsched.model.books import SettledTotals
 from asyncsched.model.devices import GpuClaim
 from asyncsched.model.task import has_pod_rules
 
-__all__ = ["GangAttempt", "Session"]
+__all__ = ["Session"]
 
 T = TypeVar("T")
 

@@ -10,6 +10,7 @@ decode are skipped and reported, never fatal.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 from collections.abc import Callable
@@ -231,20 +232,12 @@ class Informer(Generic[T]):
             if event.type == "ERROR":
                 status = msgspec.json.decode(event.object, type=_Status)
                 raise KubeError(status.code, status.message)
-            if event.type == "BOOKMARK" or event.type == "DELETED":
-                named = _NAMED.decode(event.object).metadata
-                version = named.resourceVersion or version
-                if event.type == "DELETED":
-                    key = (named.namespace, named.name)
-                    self.known.pop(key, None)
-                    self.on_delete(*key)
-                continue
-            applied = self._apply(event.object)  # one decode: its metadata has the version
-            if applied is None:
-                applied_version = _lenient_name(event.object).resourceVersion
-            else:
-                applied_version = applied[1]
-            version = applied_version or version
+            version = self._event(
+                event.type,
+                version,
+                functools.partial(_lenient_name, event.object),
+                functools.partial(self._apply, event.object),
+            )
         return version
 
     async def _watch_protobuf(self, params: dict[str, str], version: str) -> str:
@@ -255,25 +248,35 @@ class Informer(Generic[T]):
                 kind, start, stop = watch_event(frame)
                 if kind == "ERROR":
                     raise KubeError(*status_of(frame, start, stop))
-                if kind == "BOOKMARK" or kind == "DELETED":
-                    meta = object_meta(frame, start, stop)
             except ProtobufError:
                 log.warning("%s: unreadable watch frame skipped", self.resource.kind)
                 continue
-            if kind == "BOOKMARK" or kind == "DELETED":
-                version = meta.get("resourceVersion") or version
-                if kind == "DELETED":
-                    key = (meta.get("namespace", ""), meta.get("name", ""))
-                    self.known.pop(key, None)
-                    self.on_delete(*key)
-                continue
-            applied = self._apply_protobuf(frame, start, stop)
-            if applied is None:
-                applied_version = self._lenient_meta(frame, start, stop).get("resourceVersion")
-            else:
-                applied_version = applied[1]
-            version = applied_version or version
+            version = self._event(
+                kind,
+                version,
+                functools.partial(_lenient_meta, frame, start, stop),
+                functools.partial(self._apply_protobuf, frame, start, stop),
+            )
         return version
+
+    def _event(
+        self,
+        kind: str,
+        version: str,
+        named: Callable[[], _Meta],
+        apply: Callable[[], tuple[tuple[str, str], str] | None],
+    ) -> str:
+        """One watch event, however encoded: a bookmark moves the version on, a deletion
+        forgets the object, anything else is applied (one decode: its metadata has the
+        version). Returns the version to resume from."""
+        if kind == "BOOKMARK" or kind == "DELETED":
+            meta = named()
+            if kind == "DELETED":
+                self.known.pop((meta.namespace, meta.name), None)
+                self.on_delete(meta.namespace, meta.name)
+            return meta.resourceVersion or version
+        applied = apply()
+        return (applied[1] if applied is not None else named().resourceVersion) or version
 
     def _params(self, params: dict[str, str]) -> dict[str, str]:
         if self.resource.field_selector:
@@ -297,19 +300,10 @@ class Informer(Generic[T]):
             fields = read_message(buf, start, stop, self.resource.protobuf)
             obj = msgspec.convert(fields, self.resource.type)
         except (msgspec.ValidationError, ProtobufError) as exc:
-            meta = self._lenient_meta(buf, start, stop)
-            self.on_bad(
-                self.resource.kind, meta.get("namespace", ""), meta.get("name", ""), str(exc)
-            )
+            named = _lenient_meta(buf, start, stop)
+            self.on_bad(self.resource.kind, named.namespace, named.name, str(exc))
             return None
         return self._upsert(obj)
-
-    @staticmethod
-    def _lenient_meta(buf: bytes, start: int, stop: int) -> dict[str, Any]:
-        try:
-            return object_meta(buf, start, stop)
-        except ProtobufError:
-            return {"name": "?"}
 
     def _upsert(self, obj: Any) -> tuple[tuple[str, str], str] | None:
         meta = obj.metadata
@@ -328,3 +322,16 @@ def _lenient_name(raw: msgspec.Raw) -> _Meta:
         return _NAMED.decode(raw).metadata
     except (msgspec.ValidationError, msgspec.DecodeError):
         return _Meta(name="?")
+
+
+def _lenient_meta(buf: bytes, start: int, stop: int) -> _Meta:
+    """``_lenient_name`` for an object in protobuf."""
+    try:
+        meta = object_meta(buf, start, stop)
+    except ProtobufError:
+        return _Meta(name="?")
+    return _Meta(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        resourceVersion=str(meta.get("resourceVersion", "")),
+    )

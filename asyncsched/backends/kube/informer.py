@@ -49,8 +49,9 @@ class ResourceKind(Generic[T]):
     """A CRD that may not be installed: a 404 counts as synced and empty."""
     field_selector: str = ""
     protobuf: Message | None = None
-    """The object's protobuf fields: listed and watched in protobuf, which costs the API
-    server a third of the JSON encoding (protobuf.py). None: JSON."""
+    """The object's protobuf fields: listed and watched in protobuf, about a third of the
+    JSON's bytes and an encoding the API server already makes for the controller-manager's
+    watch (protobuf.py, BENCHMARKS.md). None: JSON."""
 
 
 class _Meta(msgspec.Struct):

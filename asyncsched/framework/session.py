@@ -217,12 +217,12 @@ class Session(SessionOrders, NodeScoring):
         self.result.plugin_gauges.append(gauge)
         return gauge
 
-    def report_again(self, figure: PluginGauge) -> None:
-        """Report a figure of an earlier session once more, unchanged: the plugin knows its
-        value is still right (drf: a job untouched since, under the same cluster total).
-        The same object, so the shell can tell it was set already without reading it."""
+    def report_again(self, *figures: PluginGauge) -> None:
+        """Report figures of an earlier session once more, unchanged: the plugin knows their
+        values are still right (drf: a job untouched since, under the same cluster total).
+        The same objects, so the shell can tell they were set already without reading them."""
         if self.gauges_wanted:
-            self.result.plugin_gauges.append(figure)
+            self.result.plugin_gauges.extend(figures)
 
     # -- queues ----------------------------------------------------------------
 

@@ -184,17 +184,25 @@ class DrfPlugin:
             return  # a share per job costs a pass over every job: only for a shell that exports
         total = self.total
         books = self.jobs
+        again: list[object] = []
+        same_total: Resource | None = None  # a memo's total found equal to this session's
         for job in self.session_jobs.values():
-            attr = books.get(job.uid)
-            if attr is None:
+            if job.uid not in books:
                 memo = job.share_memo
-                if memo is not None and not job.touched and memo[0] == total:
+                if memo is not None and not job.touched:
                     # Untouched since that figure was made, under the same total: the same
-                    # share, and the same figure object, which the shell passes over.
-                    ssn.report_again(cast("PluginGauge", memo[1]))
-                    continue
+                    # share, and the same figure object, which the shell passes over. Memos
+                    # made in one session share its total, so most are known by identity.
+                    made_under = memo[0]
+                    if made_under is same_total or made_under == total:
+                        same_total = made_under
+                        again.append(memo[1])
+                        continue
                 if job.allocated.is_zero():
                     continue
+            if again:  # in job order, as a session on a fresh snapshot reports them
+                ssn.report_again(*cast("list[PluginGauge]", again))
+                again.clear()
             share = self.share_of(job.uid)
             figure = ssn.report_gauge(
                 "volcano_job_share", "Share for one job", share,
@@ -202,3 +210,4 @@ class DrfPlugin:
             )  # fmt: skip
             if figure is not None and not job.touched:
                 job.share_memo = (total, figure)
+        ssn.report_again(*cast("list[PluginGauge]", again))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Protocol
 
 from aiohttp import web
@@ -23,6 +24,9 @@ from asyncsched.model import ClusterSnapshot
 __all__ = ["Exposition", "Metrics", "serve_http"]
 
 log = logging.getLogger(__name__)
+
+_NAME = attrgetter("name")
+"""A figure's gauge name (read for every figure of every session: drf reports one per job)."""
 
 
 class Exposition(Protocol):
@@ -146,7 +150,7 @@ class Metrics:
             self.eviction_transactions.labels(action).inc(count)
         self._gauges_due = result.plugin_gauges
         known, refused = self._plugin_gauges, self._refused
-        if any(n not in known and n not in refused for n in {f.name for f in result.plugin_gauges}):
+        if any(n not in known and n not in refused for n in set(map(_NAME, result.plugin_gauges))):
             self._set_gauges_due()  # a new gauge is made, or refused with a warning, at once
 
     def _set_gauges_due(self) -> None:

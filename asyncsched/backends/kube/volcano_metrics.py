@@ -12,14 +12,15 @@ grow, as a prometheus_client Counter would add the suffix.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
 
 from asyncsched.framework import SessionResult
 from asyncsched.model import JobInfo
 
-__all__ = ["VolcanoMetrics", "exponential_range"]
+__all__ = ["PerJobGauges", "VolcanoMetrics", "exponential_range"]
 
 
 def exponential_range(low: float, high: float, count: int) -> tuple[float, ...]:
@@ -79,31 +80,13 @@ class VolcanoMetrics:
             registry=r,
         )
         self._jobs: set[str] = set()
-        per_job = ["job_name", "queue", "job_namespace"]
         self.job_latency = Histogram(
             "volcano_e2e_job_scheduling_latency_milliseconds",
             "Time from a job's creation to each of its tasks being placed, in milliseconds",
             buckets=exponential_range(100, 120000, 30),
             registry=r,
         )
-        self.job_duration = Gauge(
-            "volcano_e2e_job_scheduling_duration",
-            "Time from the job's creation to its latest task placed, in milliseconds",
-            per_job,
-            registry=r,
-        )
-        self.job_start = Gauge(
-            "volcano_e2e_job_scheduling_start_time",
-            "The job's creation time (Unix seconds)",
-            per_job,
-            registry=r,
-        )
-        self.job_last = Gauge(
-            "volcano_e2e_job_scheduling_last_time",
-            "When the job's latest task was placed (Unix seconds)",
-            per_job,
-            registry=r,
-        )
+        self.per_job = PerJobGauges(registry)
         self.job_retries = Gauge(
             "volcano_job_retry_counts",
             "Sessions in which the job had tasks that could not be placed (only grows)",
@@ -130,23 +113,22 @@ class VolcanoMetrics:
     def jobs_placed(self, jobs: list[JobInfo], now: float) -> None:
         """One entry per task placed this session, by its job: Volcano observes the job's
         latency once per task placed and keeps the latest figures per job."""
+        per_job = self.per_job
         for job in jobs:
             labels = (job.name, job.queue, job.namespace)
             waited_ms = max(0.0, now - job.creation) * 1000.0
             self.job_latency.observe(waited_ms)
-            self.job_duration.labels(*labels).set(waited_ms)
-            self.job_last.labels(*labels).set(now)
+            per_job.duration[labels] = waited_ms
+            per_job.last[labels] = now
             if self._placed_jobs.get(job.uid) != labels:
                 self._placed_jobs[job.uid] = labels
-                self.job_start.labels(*labels).set(job.creation)
+                per_job.start[labels] = job.creation
 
     def jobs_gone(self, alive: Container[str]) -> None:
         """Drop the per-job series of jobs no longer in the cluster (``alive``: the
         snapshot's jobs by uid, read as they are rather than copied)."""
         for uid in [uid for uid in self._placed_jobs if uid not in alive]:
-            labels = self._placed_jobs.pop(uid)
-            for gauge in (self.job_duration, self.job_start, self.job_last):
-                gauge.remove(*labels)
+            self.per_job.remove(self._placed_jobs.pop(uid))
         for job in [job for job in self._retried if job not in alive]:
             self._retried.discard(job)
             self.job_retries.remove(job)
@@ -182,3 +164,59 @@ class VolcanoMetrics:
         for job in per_job:
             self.job_retries.labels(job).inc()
             self._retried.add(job)
+
+
+PER_JOB_LABELS = ("job_name", "queue", "job_namespace")
+
+
+class PerJobGauges:
+    """Volcano's three gauges per job placed, held as plain values and made into samples
+    when scraped.
+
+    A labelled prometheus_client Gauge makes a child object per series on first use; with
+    one-pod jobs that is three per pod placed (30,000 for a burst of 10,000 plain pods,
+    about 5% of the scheduler's CPU on the bed). A scrape reads the same series either way.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.duration: dict[tuple[str, str, str], float] = {}
+        """Time from the job's creation to its latest task placed, in milliseconds."""
+        self.start: dict[tuple[str, str, str], float] = {}
+        """The job's creation time (Unix seconds)."""
+        self.last: dict[tuple[str, str, str], float] = {}
+        """When the job's latest task was placed (Unix seconds)."""
+        registry.register(self)
+
+    def remove(self, labels: tuple[str, str, str]) -> None:
+        for series in (self.duration, self.start, self.last):
+            series.pop(labels, None)
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return self._families(with_samples=False)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        return self._families(with_samples=True)
+
+    def _families(self, with_samples: bool) -> Iterator[GaugeMetricFamily]:
+        for name, help_text, series in (
+            (
+                "volcano_e2e_job_scheduling_duration",
+                "Time from the job's creation to its latest task placed, in milliseconds",
+                self.duration,
+            ),
+            (
+                "volcano_e2e_job_scheduling_start_time",
+                "The job's creation time (Unix seconds)",
+                self.start,
+            ),
+            (
+                "volcano_e2e_job_scheduling_last_time",
+                "When the job's latest task was placed (Unix seconds)",
+                self.last,
+            ),
+        ):
+            family = GaugeMetricFamily(name, help_text, labels=PER_JOB_LABELS)
+            if with_samples:
+                for labels, value in list(series.items()):
+                    family.add_metric(labels, value)
+            yield family

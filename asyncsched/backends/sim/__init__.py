@@ -7,8 +7,9 @@ from asyncsched.backends.sim.manifests import (
     load_input,
     load_manifests,
 )
-from asyncsched.backends.sim.report import SimReport, summarize
+from asyncsched.backends.sim.report import SimReport
 from asyncsched.backends.sim.simulation import Outcome, Simulation
+from asyncsched.backends.sim.summary import summarize
 
 __all__ = [
     "Input",

@@ -25,8 +25,8 @@ from asyncsched.model import (
     TaskInfo,
     TaskStatus,
 )
-from asyncsched.model.devices import GpuClaim, pod_gpu_claim, pod_gpu_request
 from asyncsched.model.gcpause import freeze_young, gc_paused
+from asyncsched.model.gpu_claims import GpuClaim, pod_gpu_claim, pod_gpu_request
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]

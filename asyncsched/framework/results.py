@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from asyncsched.api import Condition
-from asyncsched.model.devices import GpuClaim
+from asyncsched.model.gpu_claims import GpuClaim
 
 __all__ = [
     "Bind",

@@ -59,7 +59,7 @@ from asyncsched.framework.waiting import (
 )
 from asyncsched.model import ClusterSnapshot, JobInfo, NodeFlags, NodeInfo, QueueInfo, TaskInfo
 from asyncsched.model.books import SettledTotals
-from asyncsched.model.devices import GpuClaim
+from asyncsched.model.gpu_claims import GpuClaim
 from asyncsched.model.task import has_pod_rules
 
 __all__ = ["Session"]

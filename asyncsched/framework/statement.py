@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from asyncsched.framework.results import Bind, Eviction, Nomination
 from asyncsched.framework.session import Session
 from asyncsched.model import NodeInfo, TaskInfo, TaskStatus
-from asyncsched.model.devices import GpuClaim, claim_annotations
+from asyncsched.model.gpu_claims import GpuClaim, claim_annotations
 
 __all__ = ["Statement"]
 

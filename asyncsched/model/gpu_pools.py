@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from asyncsched.api.validation import dns1123_subdomain, qualified_name
 
 if TYPE_CHECKING:
-    from asyncsched.model.devices import GpuClaim, NodeGpus
+    from asyncsched.model.devices import NodeGpus
+    from asyncsched.model.gpu_claims import GpuClaim
 
 __all__ = [
     "MODEL_RESOURCES",

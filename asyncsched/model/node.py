@@ -11,8 +11,9 @@ import numpy.typing as npt
 from asyncsched.api import Node
 from asyncsched.api.core import Taint
 from asyncsched.api.quantity import to_units
-from asyncsched.model.devices import GpuUse, NodeGpus, node_gpus
+from asyncsched.model.devices import NodeGpus, node_gpus
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
+from asyncsched.model.gpu_use import GpuUse
 from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.node_table import DEFAULT_MAX_PODS, NodeTable
 from asyncsched.model.resource import PODS, Resource

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from asyncsched.api import Pod
 from asyncsched.api.core import Container
-from asyncsched.model.devices import GpuClaim, GpuRequest, pod_gpu_claim, pod_gpu_request
+from asyncsched.model.gpu_claims import GpuClaim, GpuRequest, pod_gpu_claim, pod_gpu_request
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 from asyncsched.model.journal import Journal, Tracked
 from asyncsched.model.resource import Resource

@@ -1,6 +1,6 @@
 """Which cards of a node a pod's GPU request fits on: Volcano's vGPU and gpushare rules.
 
-Pure functions over a node's inventory and books (``asyncsched.model.devices``):
+Pure functions over a node's inventory and books (``asyncsched.model.devices``, ``gpu_use``):
 deviceshare asks them as a predicate, a score and, when the Statement places the
 pod, for the cards themselves. Another plugin may ask them about a hypothetical
 placement. A card is never given beyond its memory, its 100 cores or its share
@@ -14,15 +14,9 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from asyncsched.model.devices import (
-    CARD_CORES,
-    CardShare,
-    Gpu,
-    GpuClaim,
-    GpuRequest,
-    GpuUse,
-    NodeGpus,
-)
+from asyncsched.model.devices import CARD_CORES, Gpu, NodeGpus
+from asyncsched.model.gpu_claims import CardShare, GpuClaim, GpuRequest
+from asyncsched.model.gpu_use import GpuUse
 
 __all__ = [
     "BINPACK",

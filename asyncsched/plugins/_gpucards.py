@@ -1,8 +1,8 @@
 """The cards of a session's nodes as arrays, for gpufrag (kept from one session to the next).
 
 The cards and what pods hold of them are the device model's (``NodeInfo.gpus`` and
-``NodeInfo.gpu_use``, ``asyncsched.model.devices``), booked through the Statement.
-This module only mirrors them as arrays over rows, in thousandths of a card
+``NodeInfo.gpu_use``, ``asyncsched.model.devices`` and ``gpu_use``), booked through
+the Statement. This module only mirrors them as arrays over rows, in thousandths of a card
 ("milli": ten per free vGPU core, 0 for a card held whole, unhealthy or at its share
 count), so that fragmentation is computed for many nodes at once; it follows the
 session's nodes by identity (a snapshot hands out an unchanged NodeInfo again), so
@@ -22,7 +22,8 @@ import numpy as np
 
 from asyncsched.framework.hooks import BoolArray
 from asyncsched.model import NodeInfo, NodeTable, TaskInfo
-from asyncsched.model.devices import CARD_CORES, NO_PERCENTAGE, GpuRequest
+from asyncsched.model.devices import CARD_CORES, NO_PERCENTAGE
+from asyncsched.model.gpu_claims import GpuRequest
 from asyncsched.model.gpufrag import CARD, IntArray, PodShape, accepts_model
 from asyncsched.model.resource import CPU
 

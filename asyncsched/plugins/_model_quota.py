@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from asyncsched.framework import Session
 from asyncsched.model import NodeInfo, TaskInfo
-from asyncsched.model.devices import GpuClaim
+from asyncsched.model.gpu_claims import GpuClaim
 from asyncsched.model.gpu_pools import GpuPools, pool_cards
 from asyncsched.model.status import ALLOCATED
 

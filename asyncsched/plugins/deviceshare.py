@@ -42,7 +42,7 @@ from asyncsched.framework.hooks import (
     IntArray,
 )
 from asyncsched.model import NodeInfo, TaskInfo
-from asyncsched.model.devices import GpuClaim
+from asyncsched.model.gpu_claims import GpuClaim
 from asyncsched.model.gpu_pools import MODEL_RESOURCES, parse_pools
 from asyncsched.plugins._cards import BINPACK, SPREAD, CardFitter, Fit, fit_cards
 from asyncsched.plugins._model_quota import ModelQuota

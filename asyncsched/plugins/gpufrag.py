@@ -67,7 +67,8 @@ from asyncsched.framework.hooks import (
     IntArray,
 )
 from asyncsched.model import NodeInfo, TaskInfo, TaskStatus
-from asyncsched.model.devices import CARD_CORES, CardShare, GpuClaim
+from asyncsched.model.devices import CARD_CORES
+from asyncsched.model.gpu_claims import CardShare, GpuClaim
 from asyncsched.model.gpufrag import (
     CARD,
     Classes,

@@ -31,9 +31,8 @@ from asyncsched.model.devices import (
     device_allocatable,
     encode_register,
     node_gpus,
-    pod_gpu_claim,
-    pod_gpu_request,
 )
+from asyncsched.model.gpu_claims import pod_gpu_claim, pod_gpu_request
 from asyncsched.model.task import pod_requests
 
 __all__ = ["GPUS_ANNOTATION", "check_device_references", "check_pod_gpus", "with_gpus"]

@@ -35,7 +35,9 @@ import numpy as np
 
 from asyncsched.api import Node, Pod
 from asyncsched.backends.sim.gpu_meter import GpuMeter
-from asyncsched.model.devices import CARD_CORES, GpuUse, pod_gpu_request
+from asyncsched.model.devices import CARD_CORES
+from asyncsched.model.gpu_claims import pod_gpu_request
+from asyncsched.model.gpu_use import GpuUse
 from asyncsched.model.gpufrag import (
     CARD,
     Classes,

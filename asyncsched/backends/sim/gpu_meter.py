@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from asyncsched.api import Node, Pod
-from asyncsched.model.devices import CARD_CORES, GpuUse, node_gpus, pod_gpu_claim, pod_gpu_request
+from asyncsched.model.devices import CARD_CORES, node_gpus
+from asyncsched.model.gpu_claims import pod_gpu_claim, pod_gpu_request
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools, pool_cards
+from asyncsched.model.gpu_use import GpuUse
 from asyncsched.model.task import pod_requests
 
 __all__ = ["GpuMeter", "GpuRow", "ModelCardsRow"]

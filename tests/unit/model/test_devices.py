@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from asyncsched.api.core import NodeStatus
 from asyncsched.framework import Session, Statement, parse_configuration
-from asyncsched.model.devices import (
-    ASSIGNED_IDS,
-    GPU_INDEX,
-    VGPU_REGISTER,
+from asyncsched.model.devices import ASSIGNED_IDS, GPU_INDEX, VGPU_REGISTER, node_gpus
+from asyncsched.model.gpu_claims import (
     CardShare,
     GpuClaim,
     claim_annotations,
-    node_gpus,
     pod_gpu_claim,
     pod_gpu_request,
 )

@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from asyncsched.api import Node, Pod
-from asyncsched.model.devices import (
+from asyncsched.model.devices import node_gpus
+from asyncsched.model.gpu_claims import (
     CardShare,
     GpuClaim,
     GpuRequest,
-    GpuUse,
-    node_gpus,
     pod_gpu_claim,
     pod_gpu_request,
 )
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools, parse_pools, pool_cards
+from asyncsched.model.gpu_use import GpuUse
 from asyncsched.model.task import pod_requests
 from tests.builders import node, pod, vgpu_node
 

@@ -43,6 +43,7 @@ from asyncsched.model.books import SettledTotals
 from asyncsched.model.hypernodes import HyperNodeTree
 from asyncsched.model.journal import Journal
 from asyncsched.model.snapshot import SnapshotReuseError, snapshot_differences
+from asyncsched.model.status import ALLOCATED, READY, TaskStatus
 from asyncsched.model.task import has_pod_rules
 
 if TYPE_CHECKING:
@@ -181,6 +182,9 @@ class _Build:
         self.replaced: set[str] = set()
         """Nodes that held (in the last snapshot, after its session) a task copy this build
         drops or replaces with a new copy: their task dicts are built again."""
+        self.replaced_jobs: set[str] = set()
+        """Jobs that held a task copy this build drops or replaces: never made current in
+        place (``_resorted``)."""
 
     def run(self, full: bool = False) -> ClusterSnapshot:
         cache, handed, changes = self.cache, self.handed, self.cache.changes
@@ -336,12 +340,14 @@ class _Build:
         it was made from is made current in place."""
         cache, handed = self.cache, self.handed
         sources, ruled, replaced = handed.sources, handed.ruled, self.replaced
+        replaced_jobs = self.replaced_jobs
         for key in task_keys:
             source = cache.tasks.get(key)
             old = handed.tasks.get(key)
             if source is None:
                 if old is not None:
                     replaced.add(old.node_name)
+                    replaced_jobs.add(old.job)
                 handed.tasks.pop(key, None)
                 sources.pop(key, None)
                 ruled.pop(key, None)
@@ -351,6 +357,7 @@ class _Build:
             else:
                 if old is not None:
                     replaced.add(old.node_name)
+                    replaced_jobs.add(old.job)
                 twin = handed.tasks[key] = self._task(source)
                 sources[key] = source
                 if has_pod_rules(twin.pod):
@@ -442,10 +449,49 @@ class _Build:
         kept = handed.templates.get(key)
         if kept is None or self._template(key, pg) is not kept.job:
             return None  # new gang rules (or a new priority): a copy from the new template
-        if any(task_key in task_keys for task_key in entry.tasks):
+        if any(task_key in task_keys for task_key in entry.tasks) and not self._resorted(
+            key, old, entry
+        ):
             return None
         old.reset_to(pg.status.phase or PodGroupPhase.PENDING, pg)
         return old
+
+    def _resorted(self, key: str, old: JobInfo, entry: JobEntry) -> bool:
+        """Can a job whose tasks were copied again keep its books, as a fresh copy would
+        build them? Yes when it still holds the very task copies (none dropped or replaced:
+        those made current in place), under the cache entry's keys in the same order, and
+        they all sit in one status bucket, in that order, with the status each has now: a
+        fresh copy adds the same tasks in the same order to one bucket. Its counts are
+        then added up again over that bucket as ``add_task`` adds them. The usual case: a
+        gang placed whole, whose tasks the session and then the cache moved to Binding.
+        """
+        if key in self.replaced_jobs:
+            return False
+        held, same = old.tasks, operator.is_
+        if not all(map(same, held, entry.tasks)):
+            return False
+        buckets = [(status, bucket) for status, bucket in old.by_status.items() if bucket]
+        if len(buckets) != 1:
+            return False
+        status, bucket = buckets[0]
+        if len(bucket) != len(held) or not all(map(same, bucket, held)):
+            return False
+        allocated, best_effort = Resource(), 0
+        counts_allocated = status in ALLOCATED
+        for task in bucket.values():
+            if task.status is not status:
+                return False
+            if counts_allocated:
+                allocated = allocated + task.resreq
+            elif task.best_effort:
+                best_effort += 1
+        n = len(bucket)
+        old.by_status = {status: bucket}
+        old.allocated = allocated
+        old.n_ready = n if status in READY else 0
+        old.n_allocated = n if counts_allocated else 0
+        old.n_pending_best_effort = best_effort if status is TaskStatus.PENDING else 0
+        return True
 
     def _template(self, key: str, pg: PodGroup) -> JobInfo:
         priority = self.priorities.get(pg.spec.priority_class_name, self.default_priority)

@@ -27,7 +27,11 @@ One exception to 2. saves re-adding every task of a job enqueue merely admitted:
 a touched JobInfo none of whose tasks is copied again (so the session changed
 none of them), with the same cache entry and gang rules, can differ from a fresh
 copy only in its phase and PodGroup; the cache sets those, clears ``touched``
-and the memos (``JobInfo.reset_to``), and hands the same object out again.
+and the memos (``JobInfo.reset_to``), and hands the same object out again. So is a
+job whose tasks were copied again when it still holds the very task copies (each made
+current in place), under the cache's keys in the cache's order, all in one status bucket
+in that order that matches each task's status now: a fresh copy would add the same
+tasks in the same order to the same bucket; its counts are added up again over it.
 Likewise a touched NodeInfo whose node is still there is made current in place
 (``NodeInfo.reset_from``: every field from the cache's node, its table row copied
 from the cache's, its task dict built again unless it holds the very task copies,

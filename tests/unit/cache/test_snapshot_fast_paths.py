@@ -18,7 +18,7 @@ from asyncsched.backends.config_source import ConfigSource
 from asyncsched.cache import ClusterCache
 from asyncsched.cache.snapshots import _Build, _Handed
 from asyncsched.framework import Registry, run_session
-from asyncsched.model import ClusterSnapshot, TaskInfo
+from asyncsched.model import ClusterSnapshot, TaskInfo, TaskStatus
 from asyncsched.model.snapshot import snapshot_differences
 from tests.builders import (
     anti_affinity,
@@ -88,8 +88,9 @@ def test_a_first_snapshot_copies_tasks_as_the_general_loop_does(
 def test_a_job_a_session_only_admitted_is_made_current_in_place() -> None:
     """Enqueue admits every waiting gang (its phase: Inqueue) and a budget of one task
     lets the session reach one; the next snapshot hands the others out as the same
-    objects, made current (phase, PodGroup, untouched, no memo), equal to fresh copies. A
-    job whose tasks changed is copied anew."""
+    objects, made current (phase, PodGroup, untouched, no memo), equal to fresh copies. So
+    is the placed gang, whose tasks all went to Binding in the order they came
+    (``_Build._resorted``)."""
     objects: list[object] = [queue("q", weight=1), node("n0", cpu="8", memory="16Gi")]
     for g in range(4):
         objects.append(podgroup(f"g{g}", 2, namespace="q", queue="q", phase="Pending"))
@@ -117,7 +118,9 @@ def test_a_job_a_session_only_admitted_is_made_current_in_place() -> None:
         assert not job.touched and job.books_memo is None and job.settled_under is None
         assert job.allocated_at_open() is job.allocated
     for key in placed:
-        assert second.jobs[key] is not first.jobs[key]
+        job = second.jobs[key]
+        assert job is first.jobs[key] and not job.touched
+        assert list(job.by_status) == [TaskStatus.BINDING] and job.n_allocated == 2
 
 
 def test_a_node_a_session_placed_on_is_made_current_in_place() -> None:
@@ -162,4 +165,79 @@ def test_a_node_a_session_placed_on_is_made_current_in_place() -> None:
     assert third.nodes[where].tasks[bound] is third.jobs["q/g0"].tasks[bound]
     assert third.nodes[where].tasks[bound] is not second.jobs["q/g0"].tasks[bound]
     assert all(gone not in info.tasks for info in third.nodes.values())
+    _tasks(third)
+
+
+def _placed_cluster(priorities: tuple[int, int] = (0, 0)) -> tuple[ClusterCache, ClusterSnapshot]:
+    """Two gangs of two placed whole by one session and their binds held by the cache (as
+    the shell does); returns the cache and the session's snapshot."""
+    objects: list[object] = [queue("q", weight=1), node("n0", cpu="8", memory="16Gi")]
+    for g in range(2):
+        objects.append(podgroup(f"g{g}", 2, namespace="q", queue="q", phase="Inqueue"))
+        objects += [
+            pod(f"g{g}-{i}", namespace="q", group=f"g{g}", priority=priorities[i]) for i in range(2)
+        ]
+    cache = cache_of(*objects)
+    first = cache.snapshot()
+    result, _ = run_session(first, ConfigSource(Registry()).current, "s0")
+    assert len(result.binds) == 4
+    for bind in result.binds:
+        cache.mark_binding(bind.uid, bind.node)
+    return cache, first
+
+
+def test_a_placed_job_keeps_its_books_only_as_a_fresh_copy_would_build_them() -> None:
+    """A job whose tasks were copied again is handed out as the same object only when it
+    holds the very task copies, in the cache's order, in one status bucket that matches
+    every task's status now; otherwise it is copied anew. Either way it equals a fresh
+    copy (each case below fails the comparison when its guard is removed)."""
+    cache, first = _placed_cluster()
+    second = cache.snapshot()
+    assert snapshot_differences(second, cache.trial_snapshot()) == []
+    for key in ("q/g0", "q/g1"):
+        assert second.jobs[key] is first.jobs[key]
+        assert second.jobs[key].allocated == first.jobs[key].total_request()
+    _tasks(second)
+
+    # The cache replaced one task of g0 (a new version of its pod); a bind of g1 failed,
+    # so its task is Pending again on the same cache object: both are copied anew.
+    bound = next(iter(cache.jobs["q/g0"].tasks))
+    cache.upsert_pod(pod(bound.split("/")[1], namespace="q", group="g0", node_name="n0",
+                         phase="Running"))  # fmt: skip
+    cache.bind_failed(next(iter(cache.jobs["q/g1"].tasks)))
+    third = cache.snapshot()
+    assert snapshot_differences(third, cache.trial_snapshot()) == []
+    assert third.jobs["q/g0"] is not second.jobs["q/g0"]
+    assert third.jobs["q/g1"] is not second.jobs["q/g1"]
+    _tasks(third)
+
+
+def test_a_job_placed_in_another_order_than_the_cache_s_is_copied_anew() -> None:
+    """The second pod of each gang asks a higher priority, so the session places (and
+    commits) it first: the job's tasks and its Binding bucket are in the session's order,
+    not the cache's, and a fresh copy's order wins."""
+    cache, first = _placed_cluster(priorities=(0, 5))
+    assert [t.name for t in first.jobs["q/g0"].tasks.values()] == ["g0-1", "g0-0"]
+    second = cache.snapshot()
+    assert snapshot_differences(second, cache.trial_snapshot()) == []
+    assert second.jobs["q/g0"] is not first.jobs["q/g0"]
+    assert [t.name for t in second.jobs["q/g0"].tasks.values()] == ["g0-0", "g0-1"]
+
+
+def test_a_job_holding_a_replaced_task_copy_is_copied_anew_whatever_its_keys() -> None:
+    """The cache replaces a task object under the very key object it had, at the same place
+    in the job (the cache's own paths also move the key; this guard does not rely on it):
+    the job's copy holds the old task copy, so it is copied anew."""
+    cache, _ = _placed_cluster()
+    second = cache.snapshot()
+    key = list(cache.jobs["q/g0"].tasks)[-1]
+    replacement = cache.tasks[key].clone()
+    cache.tasks[key] = cache.jobs["q/g0"].tasks[key] = replacement
+    cache.nodes[replacement.node_name].tasks[key] = replacement
+    cache.changes.task(replacement)
+    third = cache.snapshot()
+    assert snapshot_differences(third, cache.trial_snapshot()) == []
+    assert third.jobs["q/g0"] is not second.jobs["q/g0"]
+    assert third.jobs["q/g0"].tasks[key] is not second.jobs["q/g0"].tasks[key]
+    assert third.jobs["q/g1"] is second.jobs["q/g1"]
     _tasks(third)

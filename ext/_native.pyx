@@ -550,8 +550,11 @@ cdef class TreePair:
         return self.tree_idle[1], self.tree_idle[0], self.tree[1], self.tree[0]
 
 
-cdef Py_ssize_t[::1] _ROWS = np.empty(32, dtype=np.intp)
-"""Scratch for ``_gather``: the bound kernels' ``since`` reads it at once, under the GIL."""
+cdef Py_ssize_t[::1] _ROWS = np.empty(128, dtype=np.intp)
+"""Scratch for ``_gather``: the bound kernels' ``since`` reads it at once, under the GIL.
+128, not 32: a request class that waits while another places a few gangs (the GPU pods
+while four CPU gangs go, in the core benchmark) catches up over 32-95 entries, and each
+such span cost an ``np.unique`` (``_backlog``); sorting 128 entries in place costs less."""
 
 
 cdef Py_ssize_t _gather(list log, Py_ssize_t start, Py_ssize_t n) except -2:

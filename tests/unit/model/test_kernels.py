@@ -395,7 +395,7 @@ def test_row_books_book_and_log_as_book_status_and_touch(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.lists(st.integers(0, 70), max_size=60), st.data())
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(0, 70), max_size=200), st.data())
 def test_bound_kernels_since_refresh_the_logs_rows(
     seed: int, log: list[int], data: st.DataObject
 ) -> None:
@@ -448,6 +448,37 @@ def test_bound_kernels_since_refresh_the_logs_rows(
     for other in results[1:]:
         assert other[0] == first[0]
         assert all(np.array_equal(a, b) for a, b in zip(first[1:], other[1:], strict=True))
+
+
+@pytest.mark.parametrize("span", [31, 32, 33, 95, 127, 128, 129, 300])
+def test_since_over_spans_around_the_gathered_length(span: int) -> None:
+    """Spans up to the compiled scratch (128 entries) are gathered in place, longer ones
+    take ``unique_rows``: either way the compiled ``since`` scores the rows the twin's
+    ``refresh(unique_rows(...))`` does, rows repeated and beyond the nodes among them."""
+    rng = np.random.default_rng(span)
+    n, d = 200, 4
+    log = rng.integers(0, n + 20, size=span + 7).tolist()
+    allocatable, idle = _table(rng, n, d)
+    params = (
+        np.array([0, 1], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1, 0,
+        np.array([1, 2], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1,
+    )  # fmt: skip
+    changed = idle - rng.integers(-3, 6, size=(n, d))
+    found = []
+    for impl, way in ((pure, "refresh"), (native, "since")):
+        table = idle.copy()
+        scores = np.zeros(n, np.int64)
+        kernel = impl.ScoreRows(allocatable, table, *params, scores)
+        kernel.refresh(None)
+        before = scores.copy()
+        table[:] = changed
+        if way == "refresh":
+            kernel.refresh(pure.unique_rows(log, 7, n))
+        else:
+            kernel.since(log, 7)
+        found.append(scores)
+    assert np.array_equal(found[0], found[1])
+    assert not np.array_equal(found[1], before)  # rows were rescored
 
 
 @settings(max_examples=300, deadline=None)

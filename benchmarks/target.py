@@ -10,7 +10,8 @@ runs it, and refuses in one line (exit 2) when ``import asyncsched`` finds anyth
     /tmp/bench/bin/python benchmarks/throughput.py --installed ...
 
 Either way the JSON line carries ``asyncsched_version``, ``asyncsched_path`` (the folder
-the package was imported from) and ``native`` (compiled kernels or the NumPy twins).
+the package was imported from), ``native`` (compiled kernels or the NumPy twins),
+``compiled_pod_reader`` and ``pod_encoding`` (how the scheduler watches pods).
 """
 
 from __future__ import annotations
@@ -56,10 +57,20 @@ def identity() -> dict[str, Any]:
         native: bool | None = kernels.NATIVE
     except ImportError:  # a version from before the compiled kernels
         native = None
+    try:
+        from asyncsched.backends.kube import pod_protobuf, protobuf
+
+        pod_watch: dict[str, Any] = {
+            "compiled_pod_reader": protobuf.COMPILED,
+            "pod_encoding": pod_protobuf.POD_ENCODING.name,
+        }
+    except (ImportError, AttributeError):  # a version from before the choice
+        pod_watch = {}
     return {
         "asyncsched_version": installed,
         "asyncsched_path": str(Path(asyncsched.__file__).resolve().parent),
         "native": native,
+        **pod_watch,
     }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import asyncsched
 from asyncsched.backends.kube import protobuf
+from asyncsched.backends.kube.pod_protobuf import POD_ENCODING
 from asyncsched.cli.exits import EXIT_OK
 from asyncsched.framework import Registry
 from asyncsched.model import kernels
@@ -57,6 +58,7 @@ def identity() -> dict[str, str | bool]:
         "path": str(Path(asyncsched.__file__).parent),
         "native": kernels.NATIVE,
         "compiled_pod_reader": protobuf.COMPILED,
+        "pod_encoding": POD_ENCODING.name,
     }
 
 
@@ -68,4 +70,7 @@ def _version(args: argparse.Namespace) -> int:
     print(f"asyncsched {found['version']} from {found['path']}")
     print(kernels.describe())
     print(f"compiled pod reader: {'yes' if protobuf.COMPILED else 'no'}")
+    print(f"pod watch: {POD_ENCODING.name} ({POD_ENCODING.why})")
+    if POD_ENCODING.problem:
+        print(POD_ENCODING.problem)
     return EXIT_OK

@@ -22,10 +22,18 @@ def test_version_as_json_names_version_path_and_kernels(capsys: pytest.CaptureFi
     assert main(["version", "-o", "json"]) == 0
     found = json.loads(capsys.readouterr().out)
 
-    assert set(found) == {"version", "path", "native", "kernels", "compiled_pod_reader"}
+    assert set(found) == {
+        "version",
+        "path",
+        "native",
+        "kernels",
+        "compiled_pod_reader",
+        "pod_encoding",
+    }
     assert Path(found["path"]) == ROOT / "asyncsched"
     assert isinstance(found["native"], bool)
     assert found["compiled_pod_reader"] == protobuf.COMPILED
+    assert found["pod_encoding"] in ("protobuf", "json")
 
 
 @pytest.mark.parametrize("command", ["scheduler", "controllers", "explain", "job", "queue"])

@@ -8,8 +8,12 @@ a field added there must be added here too, or the protobuf watch would not see 
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
 from asyncsched.backends.kube.protobuf import (
     BOOL,
+    COMPILED,
     INLINE,
     INT,
     LABEL_SELECTOR,
@@ -24,7 +28,7 @@ from asyncsched.backends.kube.protobuf import (
     Message,
 )
 
-__all__ = ["POD"]
+__all__ = ["ENCODING_ENV", "POD", "POD_ENCODING", "PodEncoding", "choose_encoding"]
 
 _NODE_SELECTOR_TERM: Message = {  # a NodeSelectorRequirement has a label one's fields
     1: Field("matchExpressions", MESSAGE, SELECTOR_REQUIREMENT, repeated=True),
@@ -221,3 +225,34 @@ POD: Message = {
     2: Field("spec", MESSAGE, _POD_SPEC),
     3: Field("status", MESSAGE, _POD_STATUS),
 }
+
+
+ENCODING_ENV = "ASYNCSCHED_POD_ENCODING"
+"""``protobuf`` or ``json``: how the scheduler lists and watches pods, whichever reader is
+built. Unset: protobuf (``choose_encoding``)."""
+
+
+@dataclass(frozen=True)
+class PodEncoding:
+    """How pods are listed and watched, and why (``asyncsched version`` prints both)."""
+
+    name: str
+    """``protobuf`` or ``json``."""
+    why: str
+    problem: str = ""
+    """The environment variable's value was not understood (and ignored): one line."""
+
+
+def choose_encoding(setting: str, compiled: bool) -> PodEncoding:
+    """The pod watch's encoding: the environment's ``setting`` if it names one, else
+    protobuf (which costs the API server less to send than JSON, BENCHMARKS.md)."""
+    chosen = setting.strip().lower()
+    if chosen in ("protobuf", "json"):
+        return PodEncoding(chosen, f"{ENCODING_ENV}={chosen}")
+    problem = f"{ENCODING_ENV}={setting!r} ignored: not protobuf or json" if setting.strip() else ""
+    reader = "compiled reader" if compiled else "pure-Python reader"
+    return PodEncoding("protobuf", f"default, {reader}", problem)
+
+
+POD_ENCODING = choose_encoding(os.environ.get(ENCODING_ENV, ""), COMPILED)
+"""Read once at import, as ``ASYNCSCHED_PURE`` is."""

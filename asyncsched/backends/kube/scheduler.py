@@ -27,7 +27,7 @@ from asyncsched.backends.kube.evictor import Evictor
 from asyncsched.backends.kube.informer import Informer, ResourceKind
 from asyncsched.backends.kube.leader import LeaderElector
 from asyncsched.backends.kube.metrics import Metrics, serve_http
-from asyncsched.backends.kube.pod_protobuf import POD
+from asyncsched.backends.kube.pod_protobuf import POD, POD_ENCODING
 from asyncsched.backends.kube.status import StatusWriter
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES, ClusterCache
 from asyncsched.framework import SessionResult, run_session
@@ -53,7 +53,9 @@ SHUTDOWN_GRACE = 5.0
 """Seconds a stopping scheduler keeps sending statuses and Events once its binds and
 evictions are done, so it is gone well within a Pod's default 30 s grace period."""
 
-PODS = ResourceKind("Pod", "/api/v1/pods", Pod, protobuf=POD)
+PODS = ResourceKind(
+    "Pod", "/api/v1/pods", Pod, protobuf=POD if POD_ENCODING.name == "protobuf" else None
+)
 NODES = ResourceKind("Node", "/api/v1/nodes", Node)
 PODGROUPS = ResourceKind("PodGroup", "/apis/scheduling.volcano.sh/v1beta1/podgroups", PodGroup)
 QUEUES = ResourceKind("Queue", "/apis/scheduling.volcano.sh/v1beta1/queues", Queue)
@@ -359,6 +361,9 @@ class KubeScheduler(Effects):
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then shut down cleanly (in-flight binds finish)."""
+        if POD_ENCODING.problem:
+            log.warning("%s", POD_ENCODING.problem)
+        log.info("pods listed and watched in %s (%s)", POD_ENCODING.name, POD_ENCODING.why)
         background = [asyncio.create_task(i.run()) for i in self.informers]
         if self.elector is not None:
             background.append(asyncio.create_task(self.elector.run()))

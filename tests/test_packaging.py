@@ -179,6 +179,8 @@ def test_installed_package_runs_the_bundled_example(
     assert expected in version, version
     reader = "compiled pod reader: yes" if compiler else "compiled pod reader: no"
     assert reader in version, version
+    watch = "pod watch: protobuf" if compiler else "pod watch: json (no compiled pod reader)"
+    assert watch in version, version
 
     listed = _run([command, "simulate", "--list-examples"], elsewhere, env, 120)
     assert listed.split()[:2] == [

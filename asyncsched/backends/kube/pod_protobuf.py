@@ -229,7 +229,7 @@ POD: Message = {
 
 ENCODING_ENV = "ASYNCSCHED_POD_ENCODING"
 """``protobuf`` or ``json``: how the scheduler lists and watches pods, whichever reader is
-built. Unset: protobuf (``choose_encoding``)."""
+built. Unset: protobuf with the compiled reader, JSON without it (``choose_encoding``)."""
 
 
 @dataclass(frozen=True)
@@ -245,13 +245,19 @@ class PodEncoding:
 
 def choose_encoding(setting: str, compiled: bool) -> PodEncoding:
     """The pod watch's encoding: the environment's ``setting`` if it names one, else
-    protobuf (which costs the API server less to send than JSON, BENCHMARKS.md)."""
+    protobuf when the compiled reader is built and JSON when it is not.
+
+    Protobuf costs the API server less to send, but read by the pure-Python twin (~70 µs a
+    pod against msgspec's ~5 µs on JSON) it cost the machine more CPU per pod than a JSON
+    watch on the test bed (BENCHMARKS.md, "The pod watch without the compiled reader").
+    """
     chosen = setting.strip().lower()
     if chosen in ("protobuf", "json"):
         return PodEncoding(chosen, f"{ENCODING_ENV}={chosen}")
     problem = f"{ENCODING_ENV}={setting!r} ignored: not protobuf or json" if setting.strip() else ""
-    reader = "compiled reader" if compiled else "pure-Python reader"
-    return PodEncoding("protobuf", f"default, {reader}", problem)
+    if compiled:
+        return PodEncoding("protobuf", "compiled pod reader", problem)
+    return PodEncoding("json", "no compiled pod reader", problem)
 
 
 POD_ENCODING = choose_encoding(os.environ.get(ENCODING_ENV, ""), COMPILED)

@@ -248,8 +248,9 @@ def choose_encoding(setting: str, compiled: bool) -> PodEncoding:
     protobuf when the compiled reader is built and JSON when it is not.
 
     Protobuf costs the API server less to send, but read by the pure-Python twin (~70 µs a
-    pod against msgspec's ~5 µs on JSON) it cost the machine more CPU per pod than a JSON
-    watch on the test bed (BENCHMARKS.md, "The pod watch without the compiled reader").
+    pod against msgspec's ~5 µs on JSON) it cost the scheduler more CPU than JSON in every
+    run measured on the test bed, while the API server's saving was not measurable there
+    (BENCHMARKS.md, "The pod watch without the compiled reader").
     """
     chosen = setting.strip().lower()
     if chosen in ("protobuf", "json"):

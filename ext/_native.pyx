@@ -6,6 +6,8 @@ asyncsched/model/kernels.py. Integer divisions keep Python's floor semantics
 (cdivision off) so they match NumPy's ``//`` on any sign.
 """
 
+from cpython.dict cimport PyDict_Next
+from cpython.object cimport PyObject
 from libc.math cimport sqrt
 from libc.stdint cimport int64_t, uint8_t
 
@@ -625,6 +627,59 @@ def task_owners(keys, dict old, dict new, set jobs, set nodes):
             name = task.node_name
             if name:
                 nodes.add(name)
+
+
+def nodes_current(
+    names,
+    dict sources,
+    dict copies,
+    dict positions,
+    dict tasks,
+    set replaced,
+    table,
+    journal,
+    bint anew,
+    list rows,
+    list ats,
+):
+    cdef object name, source, twin, key, position
+    cdef dict held, wanted
+    for name in names:
+        source = sources.get(name)
+        if source is None:
+            copies.pop(name, None)
+            continue
+        position = positions[name]
+        if not anew:
+            rows.append(position)
+            ats.append(source.row)
+        twin = None if anew else copies.get(name)
+        if twin is None:
+            twin = source.rebound(table, position)
+            twin.tasks = {key: tasks[key] for key in <dict>source.tasks}
+            twin.journal = journal
+            copies[name] = twin
+            continue
+        twin.reset_from(source, table, position)
+        held = twin.tasks
+        wanted = source.tasks
+        if name in replaced or not _same_keys(held, wanted):
+            twin.tasks = {key: tasks[key] for key in wanted}
+
+
+cdef bint _same_keys(dict a, dict b):
+    """The same keys in the same order, by identity."""
+    cdef Py_ssize_t i = 0, j = 0
+    cdef PyObject *ka
+    cdef PyObject *kb
+    cdef PyObject *va
+    cdef PyObject *vb
+    if len(a) != len(b):
+        return False
+    while PyDict_Next(a, &i, &ka, &va):
+        if not PyDict_Next(b, &j, &kb, &vb) or ka != kb:
+            return False
+    return True
 
 
 def unique_rows(list log, Py_ssize_t start, Py_ssize_t n):

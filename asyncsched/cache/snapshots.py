@@ -561,41 +561,31 @@ class _Build:
             handed.rows = [info.row for info in cache.nodes.values()]
             handed.positions = {n: i for i, n in enumerate(cache.nodes)}
             table = handed.table = cache.table.compact(handed.rows)
-        else:
+        # A node's copy made current in place keeps its task dict unless this build
+        # replaced a task copy it held, or the cache node's keys differ (by identity: a
+        # task's key object is its uid) from the copy's, in order. A session adds a task at
+        # the end, and the cache does when the bind arrives, so this is the usual case.
+        rows: list[int] = []
+        ats: list[int] = []
+        kernels.nodes_current(
+            names,
+            cache.nodes,
+            handed.nodes,
+            handed.positions,
+            handed.tasks,
+            self.replaced,
+            table,
+            handed.journal,
+            renumber,
+            rows,
+            ats,
+        )
+        if rows:  # all rows at once: four row copies per node cost more than the rest
             source_table = cache.table
-            rows, ats = [], []
-            for name in names:
-                source = cache.nodes.get(name)
-                if source is not None:
-                    rows.append(handed.positions[name])
-                    ats.append(source.row)
-            if rows:  # all rows at once: four row copies per node cost more than the rest
-                table.allocatable[rows] = source_table.allocatable[ats]
-                table.idle[rows] = source_table.idle[ats]
-                table.releasing[rows] = source_table.releasing[ats]
-                table.pipelined[rows] = source_table.pipelined[ats]
-        tasks, replaced, same = handed.tasks, self.replaced, operator.is_
-        for name in names:
-            source = cache.nodes.get(name)
-            if source is None:
-                handed.nodes.pop(name, None)
-                continue
-            twin = None if renumber else handed.nodes.get(name)
-            if twin is None:
-                twin = source.rebound(table, handed.positions[name])
-                twin.tasks = {key: tasks[key] for key in source.tasks}
-                twin.journal = handed.journal
-                handed.nodes[name] = twin
-                continue
-            # The last snapshot's copy made current in place (``NodeInfo.reset_from``). Its
-            # tasks are still the right copies unless this build replaced one it held; then
-            # the same keys in the same order (by identity: a task's key object is its uid)
-            # mean the same dict as a fresh copy's. A session adds a task at the end, and
-            # the cache does when the bind arrives, so this is the usual case.
-            twin.reset_from(source, table, handed.positions[name])
-            held, wanted = twin.tasks, source.tasks
-            if name in replaced or len(held) != len(wanted) or not all(map(same, held, wanted)):
-                twin.tasks = {key: tasks[key] for key in wanted}
+            table.allocatable[rows] = source_table.allocatable[ats]
+            table.idle[rows] = source_table.idle[ats]
+            table.releasing[rows] = source_table.releasing[ats]
+            table.pipelined[rows] = source_table.pipelined[ats]
         if renumber:
             handed.nodes = {n: handed.nodes[n] for n in cache.nodes}
             for row, info in enumerate(handed.nodes.values()):

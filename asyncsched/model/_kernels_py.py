@@ -12,10 +12,17 @@ answers on random inputs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from operator import is_
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:  # the twins take the model's objects; the model imports the kernels
+    from asyncsched.model.journal import Journal
+    from asyncsched.model.node import NodeInfo
+    from asyncsched.model.node_table import NodeTable
+    from asyncsched.model.task import TaskInfo
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -33,6 +40,7 @@ __all__ = [
     "fit_rows",
     "free_cards",
     "merge_amounts",
+    "nodes_current",
     "offset_rows",
     "resource_scores",
     "task_owners",
@@ -513,6 +521,49 @@ def task_owners(
             jobs.add(task.job)
             if task.node_name:
                 nodes.add(task.node_name)
+
+
+def nodes_current(
+    names: Iterable[str],
+    sources: Mapping[str, NodeInfo],
+    copies: dict[str, NodeInfo],
+    positions: Mapping[str, int],
+    tasks: Mapping[str, TaskInfo],
+    replaced: set[str],
+    table: NodeTable,
+    journal: Journal | None,
+    anew: bool,
+    rows: list[int],
+    ats: list[int],
+) -> None:
+    """Make a snapshot's node copies (``copies``) of ``names`` current with the cache's
+    nodes (``sources``), on row ``positions[name]`` of ``table``: a node gone is dropped;
+    one without a copy (or every one, when ``anew``) is copied (``rebound``) and given
+    the task copies (``tasks``) of its tasks; the rest are made current in place
+    (``reset_from``), keeping their task dict while it holds the same keys in the same
+    order (by identity) as the cache node's and the node is not in ``replaced``. Unless
+    ``anew``, appends each node's row to ``rows`` and its cache row to ``ats``: the table
+    rows the caller copies again."""
+    for name in names:
+        source = sources.get(name)
+        if source is None:
+            copies.pop(name, None)
+            continue
+        position = positions[name]
+        if not anew:
+            rows.append(position)
+            ats.append(source.row)
+        twin = None if anew else copies.get(name)
+        if twin is None:
+            twin = source.rebound(table, position)
+            twin.tasks = {key: tasks[key] for key in source.tasks}
+            twin.journal = journal
+            copies[name] = twin
+            continue
+        twin.reset_from(source, table, position)
+        held, wanted = twin.tasks, source.tasks
+        if name in replaced or len(held) != len(wanted) or not all(map(is_, held, wanted)):
+            twin.tasks = {key: tasks[key] for key in wanted}
 
 
 def unique_rows(log: list[int], start: int, n: int) -> Rows:

@@ -39,6 +39,7 @@ __all__ = [
     "fit_rows",
     "free_cards",
     "merge_amounts",
+    "nodes_current",
     "offset_rows",
     "resource_scores",
     "task_owners",
@@ -71,6 +72,7 @@ by_seq = _pure.by_seq
 fit_rows = _pure.fit_rows
 free_cards = _pure.free_cards
 merge_amounts = _pure.merge_amounts
+nodes_current = _pure.nodes_current
 offset_rows = _pure.offset_rows
 resource_scores = _pure.resource_scores
 task_owners = _pure.task_owners

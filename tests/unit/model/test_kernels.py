@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asyncsched.model import NodeInfo, NodeTable, Resource, TaskInfo, kernels
 from asyncsched.model import _kernels_py as pure
-from asyncsched.model import kernels
+from tests.builders import node
 
 native = pytest.importorskip("asyncsched._native")
 
@@ -534,3 +537,96 @@ def test_by_seq(seqs: dict[str, int]) -> None:
     expected = sorted(keys, key=lambda k: (seqs[k], k))
     assert pure.by_seq(keys, entries) == expected
     assert native.by_seq(keys, entries) == expected
+
+
+def _fresh(text: str) -> str:
+    """A string equal to ``text`` but not the same object (a task key object is its uid)."""
+    return "".join(list(text))
+
+
+_NODE_SPEC = st.tuples(
+    st.booleans(),  # the cache has the node
+    st.lists(st.sampled_from(range(6)), unique=True, max_size=4),  # its tasks' keys, in order
+    st.sampled_from(["none", "same", "reversed", "equal", "fewer"]),  # the snapshot's copy
+    st.booleans(),  # in ``replaced``
+)
+
+
+def _node_world(
+    specs: list[tuple[bool, list[int], str, bool]], seed: int
+) -> tuple[dict[str, NodeInfo], dict[str, NodeInfo], dict[str, int], dict[str, TaskInfo], set[str]]:
+    """The cache's nodes, the last snapshot's copies, positions, task copies and the nodes
+    whose task copies a build replaced, built alike for each seed."""
+    table = NodeTable()
+    keys = [f"t{i}" for i in range(6)]
+    tasks = {k: TaskInfo(uid=k, name=k, namespace="d", job="d/j", resreq=Resource()) for k in keys}
+    sources: dict[str, NodeInfo] = {}
+    copies: dict[str, NodeInfo] = {}
+    replaced: set[str] = set()
+    for i, (present, held, copy, in_replaced) in enumerate(specs):
+        name = f"n{i}"
+        source = NodeInfo(node(name, gpu=8 if i % 2 else 0), table)
+        source.tasks = {keys[k]: tasks[keys[k]] for k in held}
+        if present:
+            sources[name] = source
+        if copy != "none":
+            twin = source.rebound(table, i)
+            order = {
+                "same": [keys[k] for k in held],
+                "reversed": [keys[k] for k in reversed(held)],
+                "equal": [_fresh(keys[k]) for k in held],
+                "fewer": [keys[k] for k in held[1:]],
+            }[copy]
+            twin.tasks = {k: tasks[k] for k in order}
+            twin.row = 100 + seed  # stale, as a copy of an earlier build
+            copies[name] = twin
+        if in_replaced:
+            replaced.add(name)
+    positions = {f"n{i}": (i * 7) % len(specs) for i in range(len(specs))}
+    return sources, copies, positions, tasks, replaced
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_NODE_SPEC, min_size=1, max_size=6), st.booleans(), st.randoms())
+def test_nodes_current(
+    specs: list[tuple[bool, list[int], str, bool]], anew: bool, rnd: Any
+) -> None:
+    """Both twins leave the same copies: dropped, new, or current in place with their task
+    dict kept exactly when it holds the cache node's keys (the same objects, in order)."""
+    names = [f"n{i}" for i in range(len(specs))]
+    rnd.shuffle(names)
+    results = []
+    for impl in (pure, native):
+        sources, copies, positions, tasks, replaced = _node_world(specs, 0)
+        before = {name: (copy, copy.tasks) for name, copy in copies.items()}
+        table, journal = NodeTable(), object()
+        rows: list[int] = []
+        ats: list[int] = []
+        impl.nodes_current(
+            names, sources, copies, positions, tasks, replaced, table, journal, anew, rows, ats
+        )
+        assert set(copies) == set(sources)
+        for name, copy in copies.items():
+            source = sources[name]
+            assert copy is not source and copy.name == name and copy.node is source.node
+            assert (copy.table, copy.row, copy.touched) == (table, positions[name], False)
+            assert list(copy.tasks) == list(source.tasks)
+            assert all(copy.tasks[k] is tasks[k] for k in copy.tasks)
+            old = before.get(name)
+            if anew or old is None:
+                assert copy.journal is journal and (old is None or copy is not old[0])
+                continue
+            assert copy is old[0]
+            same = name not in replaced and [*old[1]] == [*source.tasks]
+            same = same and all(a is b for a, b in zip(old[1], source.tasks, strict=True))
+            assert (copy.tasks is old[1]) == same
+        expected = [] if anew else [n for n in names if n in sources]
+        assert rows == [positions[n] for n in expected]
+        assert ats == [sources[n].row for n in expected]
+        results.append(
+            [
+                (n, c.row, [*c.tasks], c.tasks is before.get(n, (None, None))[1])
+                for n, c in copies.items()
+            ]
+        )
+    assert results[0] == results[1]

@@ -524,6 +524,10 @@ cdef class TreePair:
         self.fits_idle = fits_idle
 
     def refresh(self, rows):
+        self._refresh(rows)
+        return self.tree_idle[1], self.tree_idle[0], self.tree[1], self.tree[0]
+
+    cdef int _refresh(self, rows) except -1:
         cdef const Py_ssize_t[::1] picked = _NONE if rows is None else rows
         if rows is None or picked.shape[0]:
             _tree_refresh(
@@ -534,12 +538,12 @@ cdef class TreePair:
                 self.tree_idle, self.scores, self.fits, self.free, self.check_free,
                 self.fits_idle, True, picked, rows is None,
             )
-        return self.tree_idle[1], self.tree_idle[0], self.tree[1], self.tree[0]
+        return 0
 
-    def since(self, list log, Py_ssize_t start):
+    cdef int _since(self, list log, Py_ssize_t start) except -1:
         cdef Py_ssize_t m = _gather(log, start, self.scores.shape[0])
         if m < 0:
-            return self.refresh(_backlog(log, start, self.scores.shape[0]))
+            return self._refresh(_backlog(log, start, self.scores.shape[0]))
         if m:
             _tree_refresh(
                 self.tree, self.scores, self.fits, self.free, self.check_free, self.fits,
@@ -549,7 +553,34 @@ cdef class TreePair:
                 self.tree_idle, self.scores, self.fits, self.free, self.check_free,
                 self.fits_idle, True, _ROWS[:m], False,
             )
+        return 0
+
+    def since(self, list log, Py_ssize_t start):
+        self._since(log, start)
         return self.tree_idle[1], self.tree_idle[0], self.tree[1], self.tree[0]
+
+    def pick(self, list log, Py_ssize_t start):
+        cdef Py_ssize_t chosen, count
+        self._since(log, start)
+        if self.tree_idle[0]:
+            chosen, count = self.tree_idle[1], self.tree_idle[0]
+        else:
+            chosen, count = self.tree[1], self.tree[0]
+        if not count:
+            return -1, 0.0, False
+        return chosen, self.scores[chosen] if count > 1 else 0.0, self.fits_idle[chosen] != 0
+
+
+def picked(tuple best, const double[::1] scores, const uint8_t[::1] fits_idle):
+    cdef Py_ssize_t best_now = best[0], n_now = best[1], best_any = best[2], n_open = best[3]
+    cdef Py_ssize_t chosen, count
+    if n_now:
+        chosen, count = best_now, n_now
+    else:
+        chosen, count = best_any, n_open
+    if not count:
+        return -1, 0.0, False
+    return chosen, scores[chosen] if count > 1 else 0.0, fits_idle[chosen] != 0
 
 
 cdef Py_ssize_t[::1] _ROWS = np.empty(128, dtype=np.intp)

@@ -151,7 +151,6 @@ def find_node(
     block = cache.blocked(failures, n)
     blocked, static_counts, unblocked = block.blocked, block.counts, block.unblocked
 
-    idle, releasing, pipelined = table.idle[:n], table.releasing[:n], table.pipelined[:n]
     fit = cache.fits(table, n, request, columns)
     fits_idle, fits_future = fit.now, fit.future
     fits = fits_future if pipeline else fits_idle
@@ -172,12 +171,11 @@ def find_node(
         else:
             total = ssn.all_node_scores(task)
         if total is not None:
-            best_now, n_now, best_any, n_open = cache.best(table, n, fit, block, pipeline, total)
-            chosen, count = (best_now, n_now) if n_now else (best_any, n_open)
-            if count:
-                score = float(total[chosen]) if count > 1 else 0.0
-                return Placement(nodes[chosen], chosen, score, bool(fits_idle[chosen]))
+            chosen, score, fits_now = cache.best(table, n, fit, block, pipeline, total)
+            if chosen >= 0:
+                return Placement(nodes[chosen], chosen, score, fits_now)
 
+    idle, releasing, pipelined = table.idle[:n], table.releasing[:n], table.pipelined[:n]
     open_nodes = fits.copy() if per_node else fits
     if unblocked is not None:
         open_nodes = fits & unblocked
@@ -315,16 +313,17 @@ class _Best:
 
     def __init__(self, n: int, fit: _FitClass, block: _Blocked) -> None:
         self.size = 1 << max(0, (n - 1).bit_length())
-        self._trees: Callable[[list[int], int], tuple[int, int, int, int]] | None = None
+        self._trees: Callable[[list[int], int], tuple[int, float, bool]] | None = None
         self.fit = fit  # held, so the ids in the key stay unique
         self.block = block
         self.scores: FloatArray | None = None
         self.version = -1
 
-    def trees(self, pipeline: bool) -> Callable[[list[int], int], tuple[int, int, int, int]]:
+    def trees(self, pipeline: bool) -> Callable[[list[int], int], tuple[int, float, bool]]:
         """The trees' refresh from the change log for the current scores (all open nodes,
-        and those where the class fits idle now; ``kernels.TreePair.since``), made at the
-        first call after the scores array changed."""
+        and those where the class fits idle now), with the node chosen from them
+        (``kernels.TreePair.pick``), made at the first call after the scores array
+        changed."""
         if self._trees is None:
             fit, scores = self.fit, self.scores
             assert scores is not None
@@ -335,7 +334,7 @@ class _Best:
                 fit.future_bytes if pipeline else fit.now_bytes,
                 self.block.unblocked_bytes,
                 fit.now_bytes,
-            ).since
+            ).pick
         return self._trees
 
 
@@ -382,8 +381,9 @@ class _ClassCache:
         block: _Blocked,
         pipeline: bool,
         total: FloatArray,
-    ) -> tuple[int, int, int, int]:
-        """kernels.best_open's answer, from trees kept up to date row by row.
+    ) -> tuple[int, float, bool]:
+        """The node chosen from kernels.best_open's answer (``kernels.picked``: node, score,
+        fits idle now; -1 when none is open), from trees kept up to date row by row.
 
         A tree follows the scores only while the scorers hand out the same array
         (updated in place at the rows the table's change log names, as RowScorers
@@ -399,7 +399,8 @@ class _ClassCache:
             entry = self.trees[key] = _Best(n, fit, block)
         if entry.scores is not total:
             entry.scores, entry.version, entry._trees = total, -1, None
-            return kernels.best_open(total, fits, block.unblocked_bytes, fit.now_bytes)
+            best = kernels.best_open(total, fits, block.unblocked_bytes, fit.now_bytes)
+            return kernels.picked(best, total, fit.now_bytes)
         start = table.log_start(entry.version, n)  # in step: no rows, only read the trees
         entry.version = table.version
         return entry.trees(pipeline)(table.log, start)

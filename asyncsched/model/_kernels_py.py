@@ -42,6 +42,7 @@ __all__ = [
     "merge_amounts",
     "nodes_current",
     "offset_rows",
+    "picked",
     "resource_scores",
     "task_owners",
     "tree_refresh",
@@ -462,6 +463,23 @@ class TreePair:
     def since(self, log: list[int], start: int) -> tuple[int, int, int, int]:
         """``refresh`` on the rows of ``log[start:]`` (below 0: every row)."""
         return self.refresh(_since(log, start, len(self.scores)))
+
+    def pick(self, log: list[int], start: int) -> tuple[int, float, bool]:
+        """``since``, then the node chosen from its answer (``picked``)."""
+        return picked(self.since(log, start), self.scores, self.fits_idle)
+
+
+def picked(
+    best: tuple[int, int, int, int], scores: Floats, fits_idle: Bytes
+) -> tuple[int, float, bool]:
+    """The node placement takes from ``best_open``'s answer: the best open node where the
+    task fits idle now, else the best open node; with its score (0.0 when it was the only
+    candidate of its tier) and whether the task fits its idle now. (-1, 0.0, False): none."""
+    best_now, n_now, best_any, n_open = best
+    chosen, count = (best_now, n_now) if n_now else (best_any, n_open)
+    if not count:
+        return -1, 0.0, False
+    return chosen, float(scores[chosen]) if count > 1 else 0.0, bool(fits_idle[chosen])
 
 
 def _since(log: list[int], start: int, n: int) -> Rows | None:

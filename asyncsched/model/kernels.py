@@ -41,6 +41,7 @@ __all__ = [
     "merge_amounts",
     "nodes_current",
     "offset_rows",
+    "picked",
     "resource_scores",
     "task_owners",
     "tree_refresh",
@@ -74,6 +75,7 @@ free_cards = _pure.free_cards
 merge_amounts = _pure.merge_amounts
 nodes_current = _pure.nodes_current
 offset_rows = _pure.offset_rows
+picked = _pure.picked
 resource_scores = _pure.resource_scores
 task_owners = _pure.task_owners
 binpack_rows = _pure.binpack_rows

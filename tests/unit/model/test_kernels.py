@@ -446,11 +446,34 @@ def test_bound_kernels_since_refresh_the_logs_rows(
                 for kernel in (fit, score, offset):
                     kernel.since(log, start)
                 best = trees.since(log, start)
+                chosen = trees.pick(log, start)  # again over the same rows: the same trees
+                assert chosen == pure.picked(best, total, now) == native.picked(best, total, now)
             results.append((best, now, future, scores, total))
     first = results[0]
     for other in results[1:]:
         assert other[0] == first[0]
         assert all(np.array_equal(a, b) for a, b in zip(first[1:], other[1:], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("best", "expected"),
+    [
+        ((2, 3, 0, 5), (2, 7.5, True)),  # the best where it fits idle now, among three
+        ((2, 1, 0, 5), (2, 0.0, True)),  # the only one of its tier: no score asked
+        ((-1, 0, 4, 2), (4, 2.5, False)),  # none fits idle now: the best open one
+        ((-1, 0, 4, 1), (4, 0.0, False)),
+        ((-1, 0, -1, 0), (-1, 0.0, False)),  # none open
+    ],
+)
+def test_picked(best: tuple[int, int, int, int], expected: tuple[int, float, bool]) -> None:
+    """The node placement takes from ``best_open``'s answer, with its score and whether
+    it fits idle now: the same from both twins, and the same types."""
+    scores = np.array([1.0, 9.0, 7.5, 0.5, 2.5])
+    fits_idle = np.array([1, 1, 1, 0, 0], dtype=np.uint8)
+    for impl in (pure, native):
+        found = impl.picked(best, scores, fits_idle)
+        assert found == expected
+        assert [type(v) for v in found] == [int, float, bool]
 
 
 @pytest.mark.parametrize("span", [31, 32, 33, 95, 127, 128, 129, 300])

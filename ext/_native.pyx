@@ -391,6 +391,7 @@ cdef class FitRows:
     cdef const Py_ssize_t[::1] columns
     cdef uint8_t[::1] out_now
     cdef uint8_t[::1] out_future
+    cdef Py_ssize_t version
 
     def __init__(
         self,
@@ -409,6 +410,7 @@ cdef class FitRows:
         self.columns = columns
         self.out_now = out_now
         self.out_future = out_future
+        self.version = -1
 
     def refresh(self, rows):
         cdef const Py_ssize_t[::1] picked = _NONE if rows is None else rows
@@ -418,14 +420,26 @@ cdef class FitRows:
         )
 
     def since(self, list log, Py_ssize_t start):
+        self._since(log, start)
+
+    cdef int _since(self, list log, Py_ssize_t start) except -1:
         cdef Py_ssize_t m = _gather(log, start, self.out_now.shape[0])
         if m < 0:
             self.refresh(_backlog(log, start, self.out_now.shape[0]))
-            return
+            return 0
         _fit_rows(
             self.idle, self.releasing, self.pipelined, self.request, self.columns, _ROWS[:m],
             False, self.out_now, self.out_future, True,
         )
+        return 0
+
+    def sync(self, table):
+        cdef list log = table.log
+        cdef Py_ssize_t base = table.log_base
+        cdef Py_ssize_t start = _sync_start(self.version, base, len(log), self.out_now.shape[0])
+        if start != _IN_STEP:
+            self._since(log, start)
+            self.version = base + len(log)
 
 
 cdef class ScoreRows:
@@ -440,6 +454,7 @@ cdef class ScoreRows:
     cdef const Py_ssize_t[::1] bal_cols
     cdef const int64_t[::1] bal_req
     cdef int64_t[::1] out
+    cdef Py_ssize_t version
 
     def __init__(
         self,
@@ -466,6 +481,7 @@ cdef class ScoreRows:
         self.bal_req = bal_req
         self.w_bal = w_bal
         self.out = out
+        self.version = -1
 
     def refresh(self, rows):
         cdef const Py_ssize_t[::1] picked
@@ -483,14 +499,26 @@ cdef class ScoreRows:
         )
 
     def since(self, list log, Py_ssize_t start):
+        self._since(log, start)
+
+    cdef int _since(self, list log, Py_ssize_t start) except -1:
         cdef Py_ssize_t m = _gather(log, start, self.out.shape[0])
         if m < 0:
             self.refresh(_backlog(log, start, self.out.shape[0]))
-            return
+            return 0
         _resource_scores(
             self.allocatable, self.idle, _ROWS[:m], False, self.lm_cols, self.lm_req,
             self.w_least, self.w_most, self.bal_cols, self.bal_req, self.w_bal, self.out,
         )
+        return 0
+
+    def sync(self, table):
+        cdef list log = table.log
+        cdef Py_ssize_t base = table.log_base
+        cdef Py_ssize_t start = _sync_start(self.version, base, len(log), self.out.shape[0])
+        if start != _IN_STEP:
+            self._since(log, start)
+            self.version = base + len(log)
 
 
 cdef class TreePair:
@@ -505,6 +533,7 @@ cdef class TreePair:
     cdef const uint8_t[::1] free
     cdef bint check_free
     cdef const uint8_t[::1] fits_idle
+    cdef Py_ssize_t version
 
     def __init__(
         self,
@@ -522,6 +551,7 @@ cdef class TreePair:
         self.check_free = unblocked is not None
         self.free = unblocked if unblocked is not None else fits
         self.fits_idle = fits_idle
+        self.version = -1
 
     def refresh(self, rows):
         self._refresh(rows)
@@ -560,8 +590,20 @@ cdef class TreePair:
         return self.tree_idle[1], self.tree_idle[0], self.tree[1], self.tree[0]
 
     def pick(self, list log, Py_ssize_t start):
-        cdef Py_ssize_t chosen, count
         self._since(log, start)
+        return self._pick()
+
+    def sync(self, table):
+        cdef list log = table.log
+        cdef Py_ssize_t base = table.log_base
+        cdef Py_ssize_t start = _sync_start(self.version, base, len(log), self.scores.shape[0])
+        if start != _IN_STEP:
+            self._since(log, start)
+            self.version = base + len(log)
+        return self._pick()
+
+    cdef tuple _pick(self):
+        cdef Py_ssize_t chosen, count
         if self.tree_idle[0]:
             chosen, count = self.tree_idle[1], self.tree_idle[0]
         else:
@@ -619,6 +661,22 @@ cdef Py_ssize_t _gather(list log, Py_ssize_t start, Py_ssize_t n) except -2:
 cdef object _backlog(list log, Py_ssize_t start, Py_ssize_t n):
     """The rows ``since`` refreshes when ``_gather`` did not gather them (None: all)."""
     return None if start < 0 else unique_rows(log, start, n)
+
+
+cdef Py_ssize_t _IN_STEP = -2
+
+
+cdef inline Py_ssize_t _sync_start(
+    Py_ssize_t version, Py_ssize_t base, Py_ssize_t end, Py_ssize_t n
+) noexcept:
+    """The twin's ``sync_start``: where ``since`` starts for a kernel synced at ``version``
+    (-1: every row; ``_IN_STEP``: nothing changed since)."""
+    cdef Py_ssize_t start = version - base
+    if version == base + end:
+        return _IN_STEP
+    if version < 0 or start < 0 or (end - start) * 8 > n:
+        return -1
+    return start
 
 
 def free_cards(list sharers, tuple resources, str resource, Py_ssize_t wanted):
@@ -812,11 +870,13 @@ cdef class OffsetRows:
     cdef double[::1] out
     cdef const int64_t[::1] values
     cdef int64_t offset
+    cdef Py_ssize_t version
 
     def __init__(self, double[::1] out, const int64_t[::1] values, int64_t offset):
         self.out = out
         self.values = values
         self.offset = offset
+        self.version = -1
 
     def refresh(self, rows):
         cdef const Py_ssize_t[::1] picked
@@ -831,14 +891,26 @@ cdef class OffsetRows:
             self.out[r] = <double>(self.values[r] + self.offset)
 
     def since(self, list log, Py_ssize_t start):
+        self._since(log, start)
+
+    cdef int _since(self, list log, Py_ssize_t start) except -1:
         cdef Py_ssize_t i, r
         cdef Py_ssize_t m = _gather(log, start, self.out.shape[0])
         if m < 0:
             self.refresh(_backlog(log, start, self.out.shape[0]))
-            return
+            return 0
         for i in range(m):
             r = _ROWS[i]
             self.out[r] = <double>(self.values[r] + self.offset)
+        return 0
+
+    def sync(self, table):
+        cdef list log = table.log
+        cdef Py_ssize_t base = table.log_base
+        cdef Py_ssize_t start = _sync_start(self.version, base, len(log), self.out.shape[0])
+        if start != _IN_STEP:
+            self._since(log, start)
+            self.version = base + len(log)
 
 
 def within_limits(dict request, dict used, dict limit, str ignore):

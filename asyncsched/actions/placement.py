@@ -276,8 +276,7 @@ class _FitClass:
         "now",
         "now_bytes",
         "request",
-        "since",
-        "version",
+        "sync",
     )
 
     def __init__(self, table: NodeTable, n: int, request: Vector, columns: list[int]) -> None:
@@ -287,8 +286,7 @@ class _FitClass:
         self.future: BoolArray = np.zeros(n, dtype=np.bool_)
         self.now_bytes = self.now.view(np.uint8)
         self.future_bytes = self.future.view(np.uint8)
-        self.version = -1
-        self.since = kernels.FitRows(
+        self.sync = kernels.FitRows(
             table.idle[:n],
             table.releasing[:n],
             table.pipelined[:n],
@@ -296,9 +294,9 @@ class _FitClass:
             self.columns,
             self.now_bytes,
             self.future_bytes,
-        ).since
-        """Recomputes both masks on the rows of the table's change log from a position
-        (``NodeTable.log_start``; -1: all): the kernel bound to the table's arrays, which
+        ).sync
+        """Recomputes both masks on the rows the table's change log names since the kernel
+        last did (all rows the first time): the kernel bound to the table's arrays, which
         stay the same while the table's epoch does."""
 
 
@@ -309,21 +307,20 @@ class _Best:
     linear pass) never needs them, and classes whose predicate masks change with every
     placement (rules about other pods) are asked once each."""
 
-    __slots__ = ("_trees", "block", "fit", "scores", "size", "version")
+    __slots__ = ("_trees", "block", "fit", "scores", "size")
 
     def __init__(self, n: int, fit: _FitClass, block: _Blocked) -> None:
         self.size = 1 << max(0, (n - 1).bit_length())
-        self._trees: Callable[[list[int], int], tuple[int, float, bool]] | None = None
+        self._trees: Callable[[NodeTable], tuple[int, float, bool]] | None = None
         self.fit = fit  # held, so the ids in the key stay unique
         self.block = block
         self.scores: FloatArray | None = None
-        self.version = -1
 
-    def trees(self, pipeline: bool) -> Callable[[list[int], int], tuple[int, float, bool]]:
-        """The trees' refresh from the change log for the current scores (all open nodes,
-        and those where the class fits idle now), with the node chosen from them
-        (``kernels.TreePair.pick``), made at the first call after the scores array
-        changed."""
+    def trees(self, pipeline: bool) -> Callable[[NodeTable], tuple[int, float, bool]]:
+        """The trees' refresh from the table's change log for the current scores (all open
+        nodes, and those where the class fits idle now), with the node chosen from them
+        (``kernels.TreePair.sync``), made (and built from every row) at the first call
+        after the scores array changed."""
         if self._trees is None:
             fit, scores = self.fit, self.scores
             assert scores is not None
@@ -334,7 +331,7 @@ class _Best:
                 fit.future_bytes if pipeline else fit.now_bytes,
                 self.block.unblocked_bytes,
                 fit.now_bytes,
-            ).pick
+            ).sync
         return self._trees
 
 
@@ -398,12 +395,10 @@ class _ClassCache:
                 self.trees.clear()
             entry = self.trees[key] = _Best(n, fit, block)
         if entry.scores is not total:
-            entry.scores, entry.version, entry._trees = total, -1, None
+            entry.scores, entry._trees = total, None
             best = kernels.best_open(total, fits, block.unblocked_bytes, fit.now_bytes)
             return kernels.picked(best, total, fit.now_bytes)
-        start = table.log_start(entry.version, n)  # in step: no rows, only read the trees
-        entry.version = table.version
-        return entry.trees(pipeline)(table.log, start)
+        return entry.trees(pipeline)(table)  # in step: no rows, only read the trees
 
     def columns(self, request: Vector) -> list[int]:
         """The columns a request vector asks for (cached per vector; the table's are shared)."""
@@ -435,10 +430,7 @@ class _ClassCache:
         entry = self.fit.get(key)
         if entry is None or entry.request is not request:
             entry = self.fit[key] = _FitClass(table, n, request, columns)
-        version = table.version
-        if entry.version != version:
-            entry.since(table.log, table.log_start(entry.version, n))
-            entry.version = version
+        entry.sync(table)
         return entry
 
 

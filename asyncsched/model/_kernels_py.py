@@ -330,7 +330,16 @@ class FitRows:
     ``refresh(rows)`` recomputes both masks on the given rows (None: all). Bound once,
     so a refresh of a row or two passes one argument instead of nine."""
 
-    __slots__ = ("columns", "idle", "out_future", "out_now", "pipelined", "releasing", "request")
+    __slots__ = (
+        "columns",
+        "idle",
+        "out_future",
+        "out_now",
+        "pipelined",
+        "releasing",
+        "request",
+        "version",
+    )
 
     def __init__(
         self,
@@ -345,6 +354,7 @@ class FitRows:
         self.idle, self.releasing, self.pipelined = idle, releasing, pipelined
         self.request, self.columns = request, columns
         self.out_now, self.out_future = out_now, out_future
+        self.version = -1
 
     def refresh(self, rows: Rows | None) -> None:
         fit_rows(
@@ -364,14 +374,24 @@ class FitRows:
         below 0: every row), as ``NodeTable.log_start`` gives them."""
         self.refresh(_since(log, start, len(self.out_now)))
 
+    def sync(self, table: _Logged) -> None:
+        """``since`` the table's version this kernel was last synced at (``_sync_start``):
+        the masks brought up to the table's books."""
+        log, base = table.log, table.log_base
+        start = _sync_start(self.version, base, len(log), len(self.out_now))
+        if start != _IN_STEP:
+            self.since(log, start)
+            self.version = base + len(log)
+
 
 class OffsetRows:
     """``offset_rows`` bound to its arrays and offset: ``refresh(rows)`` (None: all)."""
 
-    __slots__ = ("offset", "out", "values")
+    __slots__ = ("offset", "out", "values", "version")
 
     def __init__(self, out: Floats, values: Ints, offset: int) -> None:
         self.out, self.values, self.offset = out, values, offset
+        self.version = -1
 
     def refresh(self, rows: Rows | None) -> None:
         offset_rows(self.out, self.values, rows, self.offset)
@@ -380,12 +400,20 @@ class OffsetRows:
         """``refresh`` on the rows of ``log[start:]`` (below 0: every row)."""
         self.refresh(_since(log, start, len(self.out)))
 
+    def sync(self, table: _Logged) -> None:
+        """``since`` the table's version this kernel was last synced at (``_sync_start``)."""
+        log, base = table.log, table.log_base
+        start = _sync_start(self.version, base, len(log), len(self.out))
+        if start != _IN_STEP:
+            self.since(log, start)
+            self.version = base + len(log)
+
 
 class ScoreRows:
     """``resource_scores`` bound to one request's parameters and output array:
     ``refresh(rows)`` rescores the given rows (None: every row of ``out``)."""
 
-    __slots__ = ("allocatable", "idle", "out", "parameters")
+    __slots__ = ("allocatable", "idle", "out", "parameters", "version")
 
     def __init__(
         self,
@@ -404,6 +432,7 @@ class ScoreRows:
             raise ValueError("balanced allocation takes at most 8 resources")
         self.allocatable, self.idle, self.out = allocatable, idle, out
         self.parameters = (lm_cols, lm_req, w_least, w_most, bal_cols, bal_req, w_bal)
+        self.version = -1
 
     def refresh(self, rows: Rows | None) -> None:
         picked = np.arange(len(self.out), dtype=np.intp) if rows is None else rows
@@ -412,6 +441,14 @@ class ScoreRows:
     def since(self, log: list[int], start: int) -> None:
         """``refresh`` on the rows of ``log[start:]`` (below 0: every row)."""
         self.refresh(_since(log, start, len(self.out)))
+
+    def sync(self, table: _Logged) -> None:
+        """``since`` the table's version this kernel was last synced at (``_sync_start``)."""
+        log, base = table.log, table.log_base
+        start = _sync_start(self.version, base, len(log), len(self.out))
+        if start != _IN_STEP:
+            self.since(log, start)
+            self.version = base + len(log)
 
 
 class RowBooks:
@@ -441,7 +478,7 @@ class TreePair:
     ``refresh(rows)`` updates both on the given rows (None: rebuilds them; empty: only
     reads) and returns (best open-and-idle node, how many, best open node, how many)."""
 
-    __slots__ = ("fits", "fits_idle", "scores", "tree", "tree_idle", "unblocked")
+    __slots__ = ("fits", "fits_idle", "scores", "tree", "tree_idle", "unblocked", "version")
 
     def __init__(
         self,
@@ -454,6 +491,7 @@ class TreePair:
     ) -> None:
         self.tree, self.tree_idle, self.scores = tree, tree_idle, scores
         self.fits, self.unblocked, self.fits_idle = fits, unblocked, fits_idle
+        self.version = -1
 
     def refresh(self, rows: Rows | None) -> tuple[int, int, int, int]:
         return trees_refresh(
@@ -468,6 +506,18 @@ class TreePair:
         """``since``, then the node chosen from its answer (``picked``)."""
         return picked(self.since(log, start), self.scores, self.fits_idle)
 
+    def sync(self, table: _Logged) -> tuple[int, float, bool]:
+        """``pick`` from the table's version the trees were last synced at
+        (``_sync_start``; in step: only read)."""
+        log, base = table.log, table.log_base
+        start = _sync_start(self.version, base, len(log), len(self.scores))
+        if start == _IN_STEP:
+            tree, idle = self.tree, self.tree_idle
+            best = int(idle[1]), int(idle[0]), int(tree[1]), int(tree[0])
+            return picked(best, self.scores, self.fits_idle)
+        self.version = base + len(log)
+        return self.pick(log, start)
+
 
 def picked(
     best: tuple[int, int, int, int], scores: Floats, fits_idle: Bytes
@@ -480,6 +530,34 @@ def picked(
     if not count:
         return -1, 0.0, False
     return chosen, float(scores[chosen]) if count > 1 else 0.0, bool(fits_idle[chosen])
+
+
+class _Logged(Protocol):
+    """A node table's change log, as the bound kernels' ``sync`` reads it."""
+
+    @property
+    def log(self) -> list[int]: ...
+
+    @property
+    def log_base(self) -> int: ...
+
+
+_IN_STEP = -2
+"""``_sync_start``'s answer when nothing changed since the kernel was synced."""
+
+
+def _sync_start(version: int, base: int, end: int, n: int) -> int:
+    """Where a bound kernel synced at table version ``version`` (-1: never) starts its
+    ``since`` in a change log of ``end`` entries from position ``base``: ``_IN_STEP`` when
+    it is synced at the log's end; -1 (every row) when never synced, when the log was
+    trimmed past it, or when the span is long for ``n`` rows (``NodeTable.log_start``'s
+    rule)."""
+    start = version - base
+    if version == base + end:
+        return _IN_STEP
+    if version < 0 or start < 0 or (end - start) * 8 > n:
+        return -1
+    return start
 
 
 def _since(log: list[int], start: int, n: int) -> Rows | None:

@@ -102,6 +102,12 @@ class NodeTable:
         bound kernels' ``since`` reads from ``log_start`` on."""
         return self._log
 
+    @property
+    def log_base(self) -> int:
+        """The version of the change log's first entry: a bound kernel's ``sync`` reads
+        the log from its own version on (``version`` is ``log_base + len(log)``)."""
+        return self._log_base
+
     def log_start(self, version: int, n: int) -> int:
         """Where the rows changed since ``version`` start in ``log``, for a cache of rows
         below ``n`` synced then; -1 when it must recompute every row, as ``refresh_rows``

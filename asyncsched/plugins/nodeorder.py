@@ -125,10 +125,7 @@ class _Scorer:
         found = entry.totals.get(offset)
         if found is None:
             found = entry.totals[offset] = _Total(scores, offset)
-        if found.version != entry.version:
-            table = entry.table
-            found.since(table.log, table.log_start(found.version, entry.n))
-            found.version = entry.version
+        found.sync(entry.table)
         return found.scores
 
     def scores(self, task: TaskInfo, candidates: IntArray) -> FloatArray:
@@ -159,13 +156,8 @@ class _Scorer:
 
     def _synced_class(self, task: TaskInfo) -> _ResourceClass:
         """The task's request class, its scores brought up to the table's version."""
-        table = self.ssn.table
-        n = len(self.ssn.node_list)
         entry = self._resource_class(task)
-        version = table.version
-        if entry.version != version:
-            entry.since(table.log, table.log_start(entry.version, n))
-            entry.version = version
+        entry.sync(entry.table)
         return entry
 
     def _resource_class(self, task: TaskInfo) -> _ResourceClass:
@@ -251,36 +243,32 @@ _Parameters = tuple[IntArray, Scores, int, int, IntArray, Scores, int]
 
 
 class _ResourceClass:
-    """The resource scores of every node for one request, and the table version they match."""
+    """The resource scores of every node for one request, kept in step with the table."""
 
-    __slots__ = ("n", "parameters", "scores", "since", "table", "totals", "version")
+    __slots__ = ("n", "parameters", "scores", "sync", "table", "totals")
 
     def __init__(self, parameters: _Parameters, n: int, table: NodeTable) -> None:
         self.parameters = parameters
         self.scores: Scores = np.zeros(n, dtype=np.int64)
-        self.version = -1
         self.table = table
         self.n = n
         self.totals: dict[int, _Total] = {}
-        self.since = kernels.ScoreRows(
-            table.allocatable, table.idle, *parameters, self.scores
-        ).since
-        """Rescores the rows of the table's change log from a position (``log_start``;
-        -1: all): the kernel bound to the table's arrays, which stay the same while its
-        epoch does (the classes start over when it changes)."""
+        self.sync = kernels.ScoreRows(table.allocatable, table.idle, *parameters, self.scores).sync
+        """Rescores the rows the table's change log names since it last did (all the first
+        time): the kernel bound to the table's arrays, which stay the same while its epoch
+        does (the classes start over when it changes)."""
 
 
 class _Total:
     """Resource scores plus a constant, as floats: what all_rows hands out."""
 
-    __slots__ = ("scores", "since", "version")
+    __slots__ = ("scores", "sync")
 
     def __init__(self, resource_scores: Scores, offset: int) -> None:
         self.scores: FloatArray = np.zeros(len(resource_scores), dtype=np.float64)
-        self.version = -1
-        self.since = kernels.OffsetRows(self.scores, resource_scores, offset).since
-        """Adds the offset to the resource scores of the change log's rows from a
-        position (-1: all)."""
+        self.sync = kernels.OffsetRows(self.scores, resource_scores, offset).sync
+        """Adds the offset to the resource scores of the rows the table's change log names
+        since it last did (all the first time); synced after the resource scores."""
 
 
 def _normalize(raw: Scores, reverse: bool) -> Scores:

@@ -653,3 +653,91 @@ def test_nodes_current(
             ]
         )
     assert results[0] == results[1]
+
+
+class _Log:
+    """A node table's change log as ``sync`` reads it: rows booked since ``log_base``."""
+
+    def __init__(self) -> None:
+        self.log: list[int] = []
+        self.log_base = 0
+
+    def moved(self) -> None:  # as NodeTable does once its log grows past a limit
+        self.log_base += len(self.log)
+        self.log.clear()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.data())
+def test_bound_kernels_sync_follow_the_table(seed: int, data: st.DataObject) -> None:
+    """``sync(table)`` of FitRows, ScoreRows, OffsetRows and TreePair keeps each kernel's
+    answers those of a refresh of every row after every change, natively and in NumPy:
+    rows booked between syncs (none, a few, repeated, beyond the kernels' rows, more than
+    an eighth of the rows), syncs skipped, and the log moved to a new base between them.
+    TreePair's answer is ``picked``'s from the full ``best_open``."""
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(1, 40)), 4
+    allocatable, idle = _table(rng, n, d)
+    releasing = rng.integers(0, 5, size=(n, d), dtype=np.int64)
+    pipelined = rng.integers(0, 5, size=(n, d), dtype=np.int64)
+    request = rng.integers(0, 12, size=d, dtype=np.int64)
+    columns = np.flatnonzero(request).astype(np.intp)
+    params = (
+        np.array([0, 1], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1, 0,
+        np.array([1, 2], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1,
+    )  # fmt: skip
+    free = (rng.random(n) < 0.8).astype(np.uint8)
+    size = 1 << max(0, (n - 1).bit_length())
+    steps = data.draw(
+        st.lists(
+            st.tuples(
+                st.lists(st.integers(0, n + 3), max_size=12),  # rows booked (some beyond n)
+                st.booleans(),  # the log moved to a new base first
+                st.booleans(),  # synced after
+            ),
+            max_size=8,
+        )
+    )
+    runs = {}
+    for impl in (pure, native):
+        table, books = _Log(), idle.copy()
+        now, future = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+        scores, total = np.zeros(n, np.int64), np.zeros(n)
+        fit = impl.FitRows(books, releasing, pipelined, request, columns, now, future)
+        score = impl.ScoreRows(allocatable, books, *params, scores)
+        offset = impl.OffsetRows(total, scores, 3)
+        trees = impl.TreePair(
+            np.full(2 * size, -1, np.intp), np.full(2 * size, -1, np.intp), total, future,
+            free, now,
+        )  # fmt: skip
+        step_rng = np.random.default_rng(seed + 1)
+        answers = []
+        for rows, moved, synced in [([], False, True), *steps]:
+            if moved:
+                table.moved()
+            for r in rows:
+                table.log.append(r)
+                if r < n:
+                    books[r] -= step_rng.integers(-3, 6, size=d)
+            if not synced:
+                continue
+            fit.sync(table)
+            score.sync(table)
+            offset.sync(table)
+            chosen = trees.sync(table)
+            full_now, full_future = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+            pure.fit_rows(
+                books, releasing, pipelined, request, columns, None, full_now, full_future, True
+            )
+            full_scores = np.zeros(n, np.int64)
+            pure.resource_scores(allocatable, books, np.arange(n, dtype=np.intp), *params,
+                                 full_scores)  # fmt: skip
+            assert np.array_equal(now, full_now) and np.array_equal(future, full_future)
+            assert np.array_equal(scores, full_scores)
+            assert np.array_equal(total, full_scores + 3.0)
+            best = pure.best_open(total, future, free, now)
+            assert chosen == pure.picked(best, total, now)
+            assert trees.sync(table) == chosen  # in step: only read
+            answers.append(chosen)
+        runs[impl] = answers
+    assert runs[pure] == runs[native]

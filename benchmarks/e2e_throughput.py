@@ -30,6 +30,9 @@ benchmarks/minimal_binder.py (round-robin, no decision) the same way, first and 
 binds per second this machine's API server, etcd and KWOK can take, and every figure is also
 given as a fraction of the mean of the two (``--rounds N`` repeats it all, each round read
 against its own binder runs, since the ceiling moves with the machine's load).
+``--binder-events`` and ``--binder-watch`` also measure the binder posting a Scheduled Event
+per bind, or holding one pod watch open as every scheduler does: what each of those costs
+the bed, read against the same ceiling.
 ``--external CMD`` measures any other scheduler started by CMD the same way
 (pods of ``--scheduler-name``; ``{kubeconfig}``, ``{namespace}``, ``{scheduler_name}`` are
 filled in, ``KUBECONFIG`` is set):
@@ -40,10 +43,12 @@ filled in, ``KUBECONFIG`` is set):
 Each ``--precreate`` run first waits until the control plane is about idle (the previous
 run's aftermath out of its window: ``seconds_settling``), and reports besides the
 scheduler's CPU what the API server, etcd, KWOK and the controller-manager used
-(``bed_cpu_seconds``), the machine's CPU between the first and the last bind
+(``bed_cpu_seconds``) and their resident MB and etcd's database size before the run
+(``bed_mb_before``), the machine's CPU between the first and the last bind
 (``window_cpu_seconds``, ``machine_cpu_ms_per_pod``: on two shared cores this, more than
 the scheduler's own CPU, sets the rate), the API server's write counts at the last bind
-and 3 s after it (``api_writes_by_last_bind``, ``api_writes``), the watch events and bytes
+and 3 s after it (``api_writes_by_last_bind``, ``api_writes``), its reads (GET, LIST and
+WATCH requests) by the last bind (``api_reads_by_last_bind``), the watch events and bytes
 the API server sent by the last bind, by resource (``watch_sent_by_last_bind``), and with
 ``--gang`` the
 seconds from the last bind until every PodGroup shows Running.
@@ -353,12 +358,14 @@ def cpu_seconds(pid: int | None) -> float:
 
 
 WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
+READ_VERBS = ("GET", "LIST", "WATCH")
 
 
-async def api_writes(client: KubeClient) -> dict[str, float]:
-    """The API server's count of write requests so far, by ``VERB resource[/subresource]``
-    (its apiserver_request_total), every client together: the difference over a run, set
-    against another scheduler's on the same bed, is what the scheduler wrote."""
+async def api_writes(client: KubeClient, verbs: tuple[str, ...] = WRITE_VERBS) -> dict[str, float]:
+    """The API server's count of write requests so far (or of ``verbs``), by ``VERB
+    resource[/subresource]`` (its apiserver_request_total), every client together: the
+    difference over a run, set against another scheduler's on the same bed, is what the
+    scheduler wrote (or read)."""
     text = (await client.get("/metrics")).decode()
     counts: dict[str, float] = {}
     for line in text.splitlines():
@@ -368,7 +375,7 @@ async def api_writes(client: KubeClient) -> dict[str, float]:
         labels = dict(
             (k, v.strip('"')) for k, _, v in (p.partition("=") for p in labels_text.split(","))
         )
-        if labels.get("verb") not in WRITE_VERBS:
+        if labels.get("verb") not in verbs:
             continue
         what = labels.get("resource", "") + (
             f"/{labels['subresource']}" if labels.get("subresource") else ""
@@ -686,13 +693,16 @@ class CommandScheduler(Scheduler):
         return self.proc.pid if self.proc is not None else None
 
 
-def minimal_binder(bed: Testbed, scheduler_name: str, events: bool = False) -> CommandScheduler:
+def minimal_binder(
+    bed: Testbed, scheduler_name: str, events: bool = False, watch: bool = False
+) -> CommandScheduler:
     argv = [
         sys.executable, str(Path(__file__).resolve().parent / "minimal_binder.py"),
         "--kubeconfig", "{kubeconfig}", "--namespace", "{namespace}",
         "--scheduler-name", "{scheduler_name}", *(["--events"] if events else []),
+        *(["--watch"] if watch else []),
     ]  # fmt: skip
-    name = "minimal-binder-events" if events else "minimal-binder"
+    name = "minimal-binder" + ("-events" if events else "") + ("-watch" if watch else "")
     return CommandScheduler(name, argv, bed, scheduler_name, bed.dir / f"{name}.log")
 
 
@@ -877,6 +887,20 @@ def bed_cpu(bed: Testbed) -> dict[str, float]:
     return {name: cpu_seconds(comp.pid) for name, comp in bed.components.items()}
 
 
+def bed_state(bed: Testbed) -> dict[str, float]:
+    """Resident MB of each control-plane process, and etcd's database file in MB: what a bed
+    carries from run to run (the same binds cost its API server more on an older bed)."""
+    state: dict[str, float] = {}
+    for name, comp in bed.components.items():
+        with contextlib.suppress(OSError):
+            pages = int(Path(f"/proc/{comp.pid}/statm").read_text().split()[1])
+            state[f"{name} rss"] = round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+    with contextlib.suppress(OSError):
+        db = bed.dir / "etcd-data" / "member" / "snap" / "db"
+        state["etcd db"] = round(db.stat().st_size / 2**20, 1)
+    return state
+
+
 async def settle(bed: Testbed, idle_cores: float = 0.6, longest: float = 120.0) -> float:
     """Wait until the control plane is about idle (its 1,000 nodes' lease renewals alone use
     ~0.4 core here): the previous run's aftermath (KWOK's backlog of pod status writes, the
@@ -933,6 +957,8 @@ async def measure_precreated(
 
     def first_bound() -> None:
         at_first_bind.update(bed_cpu(bed), scheduler=cpu_seconds(scheduler.pid))
+        if isinstance(scheduler, AsyncSched):
+            scheduler.start_profile(f"precreated-g{gang}")
 
     watch.on_first_bound = first_bound
     watcher = asyncio.create_task(watch.run())
@@ -942,13 +968,13 @@ async def measure_precreated(
         if isinstance(scheduler, CommandScheduler):
             scheduler.namespace = namespace
         result["load_before"] = [round(x, 2) for x in os.getloadavg()]
+        result["bed_mb_before"] = bed_state(bed)
         writes_before = await api_writes(client)
+        reads_before = await api_writes(client, READ_VERBS)
         sent_before = await watch_sent(client)
         served_before = bed_cpu(bed)
         scheduler.start()
         started = time.time()
-        if isinstance(scheduler, AsyncSched):
-            scheduler.start_profile(f"precreated-g{gang}")
         timeout = args.timeout or max(120.0, args.pods / 20)
         try:
             await asyncio.wait_for(watch.all_bound.wait(), timeout)
@@ -960,6 +986,7 @@ async def measure_precreated(
         in_window = {**at_last_bind, "scheduler": cpu}
         in_window = {k: round(v - at_first_bind.get(k, v), 2) for k, v in in_window.items()}
         writes_by_last_bind = writes_between(writes_before, await api_writes(client))
+        reads_by_last_bind = writes_between(reads_before, await api_writes(client, READ_VERBS))
         sent_by_last_bind = writes_between(sent_before, await watch_sent(client))
         if isinstance(scheduler, AsyncSched):
             scheduler.stop_profile()
@@ -986,6 +1013,7 @@ async def measure_precreated(
         await asyncio.sleep(3.0)  # status writes and Events that follow the last bind
         result["api_writes"] = writes_between(writes_before, await api_writes(client))
         result["api_writes_by_last_bind"] = writes_by_last_bind
+        result["api_reads_by_last_bind"] = reads_by_last_bind
         result["watch_sent_by_last_bind"] = sent_by_last_bind
         if isinstance(scheduler, AsyncSched):
             result["scheduler_metrics"] = scheduler.metrics()
@@ -1072,6 +1100,8 @@ def _round_plans(
         plans.append((minimal_binder(bed, "minimal-binder"), 1))
     if args.binder_events:
         plans.append((minimal_binder(bed, "minimal-binder", events=True), 1))
+    if args.binder_watch:
+        plans.append((minimal_binder(bed, "minimal-binder", watch=True), 1))
     if args.compare_kube_scheduler:
         for qps in args.kube_scheduler_qps or [0]:
             plans.append((KubeScheduler(bed, qps), 1))
@@ -1190,6 +1220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--binder-events", action="store_true",
                         help="with --precreate: also measure the minimal binder posting "
                              "a Scheduled Event per bind")  # fmt: skip
+    parser.add_argument("--binder-watch", action="store_true",
+                        help="with --precreate: also measure the minimal binder holding one "
+                             "pod watch open, as any scheduler does")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --precreate: repeat the whole plan; with --ceiling the "
                              "binder runs first and last in each round")  # fmt: skip
@@ -1211,7 +1244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
     parser.add_argument("--profile", action="store_true",
                         help="py-spy asyncsched during the lone pods and the burst (with "
-                             "--precreate: from its start to the last bind)")  # fmt: skip
+                             "--precreate: from the first bind to the last, the window its "
+                             "rate is read over)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.precreate and args.external is True:
         parser.error("--precreate needs --external CMD (the command that runs the scheduler)")

@@ -7,7 +7,10 @@ list), binds each to the next Ready KWOK node in turn (round-robin over their na
 ``--concurrency`` binds in flight over one reused connection pool, and lists again until
 none is left pending; then it waits to be stopped. ``--events`` also posts the
 ``Scheduled`` Event a scheduler writes per bound pod, after the bind and with slots of its
-own: what writing that Event costs the API server, with no decision either. Started by
+own: what writing that Event costs the API server, with no decision either. ``--watch``
+also keeps one watch on every pod in the cluster open, as any scheduler must (asyncsched's
+informer and kube-scheduler's both do), reading each frame and dropping it: what serving
+one scheduler's pod watch costs the API server, with no decision either. Started by
 ``e2e_throughput.py --ceiling`` the same way as the schedulers it measures, so the binds per
 second it reaches is what the API server, etcd and KWOK on this machine can take.
 """
@@ -40,6 +43,14 @@ class _Item(msgspec.Struct):
 
 class _ListMeta(msgspec.Struct):
     cont: str = msgspec.field(default="", name="continue")
+
+
+class _VersionMeta(msgspec.Struct):
+    resourceVersion: str = ""
+
+
+class _Version(msgspec.Struct):
+    metadata: _VersionMeta = msgspec.field(default_factory=_VersionMeta)
 
 
 class _List(msgspec.Struct):
@@ -102,7 +113,10 @@ async def bind_all(args: argparse.Namespace) -> None:
             except KubeError as exc:
                 print(f"event {name}: {exc}", file=sys.stderr)
 
+        watcher = asyncio.create_task(watch_pods(client)) if args.watch else None
         while True:
+            if watcher is not None and watcher.done():
+                watcher.result()
             pending = await _listed(client, path, {"fieldSelector": selector})
             if pending:
                 await asyncio.gather(*(bind(pod, next(turn)) for pod in pending))
@@ -112,6 +126,23 @@ async def bind_all(args: argparse.Namespace) -> None:
         await client.close()
 
 
+async def _version(client: KubeClient) -> str:
+    listed = await client.get("/api/v1/pods", {"limit": "1"})
+    return msgspec.json.decode(listed, type=_Version).metadata.resourceVersion
+
+
+async def watch_pods(client: KubeClient) -> None:
+    """Every pod's changes, as the scheduler's informer asks for them (protobuf, bookmarks,
+    from a list's resourceVersion, renewed from a fresh one when the server ends it)."""
+    while True:
+        params = {
+            "watch": "true", "resourceVersion": await _version(client),
+            "allowWatchBookmarks": "true",
+        }  # fmt: skip
+        async for _frame in client.stream_protobuf("/api/v1/pods", params, timeout=3600):
+            pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kubeconfig", required=True)
@@ -119,6 +150,7 @@ def main() -> None:
     parser.add_argument("--scheduler-name", required=True)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--events", action="store_true", help="a Scheduled Event per bind")
+    parser.add_argument("--watch", action="store_true", help="one pod watch, frames dropped")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     asyncio.run(bind_all(args))

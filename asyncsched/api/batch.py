@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-class LifecyclePolicy(msgspec.Struct, rename="camel", omit_defaults=True):
+class LifecyclePolicy(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     action: str = ""
     event: str = ""
     events: list[str] = []
@@ -39,25 +39,25 @@ class LifecyclePolicy(msgspec.Struct, rename="camel", omit_defaults=True):
     """A Go duration (``90s``, ``5m``): the action waits this long after the event."""
 
 
-class DependsOn(msgspec.Struct, rename="camel", omit_defaults=True):
+class DependsOn(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     name: list[str] = []
     iteration: str = ""
     """``any`` or ``all`` (the default)."""
 
 
-class NetworkTopologySpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class NetworkTopologySpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     mode: str = ""
     highest_tier_allowed: int | None = None
     highest_tier_name: str = ""
 
 
-class VolumeSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class VolumeSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     mount_path: str = ""
     volume_claim_name: str = ""
     volume_claim: dict[str, Any] | None = None
 
 
-class TaskSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class TaskSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     name: str = ""
     replicas: Int32 = 0
     min_available: Int32 | None = None
@@ -70,7 +70,7 @@ class TaskSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     partition_policy: dict[str, Any] | None = None
 
 
-class JobSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class JobSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     scheduler_name: str = ""
     min_available: Int32 = 0
     volumes: list[VolumeSpec] = []
@@ -86,23 +86,23 @@ class JobSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     network_topology: NetworkTopologySpec | None = None
 
 
-class JobState(msgspec.Struct, rename="camel", omit_defaults=True):
+class JobState(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     phase: str = ""
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = None
 
 
-class TaskState(msgspec.Struct, rename="camel", omit_defaults=True):
+class TaskState(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     phase: dict[str, int] = {}
 
 
-class JobCondition(msgspec.Struct, rename="camel", omit_defaults=True):
+class JobCondition(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     status: str = ""
     last_transition_time: str | None = None
 
 
-class JobStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+class JobStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     state: JobState = msgspec.field(default_factory=JobState)
     min_available: int = 0
     task_status_count: dict[str, TaskState] = {}
@@ -119,7 +119,9 @@ class JobStatus(msgspec.Struct, rename="camel", omit_defaults=True):
     conditions: list[JobCondition] = []
 
 
-class Job(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Job"):
+class Job(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Job", gc=False
+):
     api_version: str = "batch.volcano.sh/v1alpha1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: JobSpec = msgspec.field(default_factory=JobSpec)

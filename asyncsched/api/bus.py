@@ -9,7 +9,9 @@ from asyncsched.api.meta import ObjectMeta, OwnerReference
 __all__ = ["Command"]
 
 
-class Command(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Command"):
+class Command(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Command", gc=False
+):
     api_version: str = "bus.volcano.sh/v1alpha1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     action: str = ""

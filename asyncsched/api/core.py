@@ -47,12 +47,12 @@ __all__ = [
 Quantity = str | int | float
 
 
-class ResourceRequirements(msgspec.Struct, rename="camel", omit_defaults=True):
+class ResourceRequirements(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
 
 
-class ContainerPort(msgspec.Struct, rename="camel", omit_defaults=True):
+class ContainerPort(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """A container's port; only ``hostPort`` (with its protocol and IP) matters to scheduling."""
 
     container_port: Int32 = 0
@@ -62,7 +62,7 @@ class ContainerPort(msgspec.Struct, rename="camel", omit_defaults=True):
     name: str = ""
 
 
-class Container(msgspec.Struct, rename="camel", omit_defaults=True):
+class Container(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
@@ -70,32 +70,32 @@ class Container(msgspec.Struct, rename="camel", omit_defaults=True):
     ports: list[ContainerPort] = []
 
 
-class NodeSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=True):
+class NodeSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     key: str
     operator: str
     values: list[str] = []
 
 
-class NodeSelectorTerm(msgspec.Struct, rename="camel", omit_defaults=True):
+class NodeSelectorTerm(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     match_expressions: list[NodeSelectorRequirement] = []
     match_fields: list[NodeSelectorRequirement] = []
 
 
-class NodeSelector(msgspec.Struct, rename="camel", omit_defaults=True):
+class NodeSelector(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     node_selector_terms: list[NodeSelectorTerm] = []
 
 
-class PreferredSchedulingTerm(msgspec.Struct, rename="camel", omit_defaults=True):
+class PreferredSchedulingTerm(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     weight: Int32
     preference: NodeSelectorTerm
 
 
-class NodeAffinity(msgspec.Struct, rename="camel", omit_defaults=True):
+class NodeAffinity(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
 
 
-class PodAffinityTerm(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodAffinityTerm(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """Pods selected by ``label_selector`` in the term's namespaces, seen per value of the
     node label ``topology_key``. No namespaces and no namespaceSelector: the namespace of
     the pod that carries the term; an empty namespaceSelector: every namespace."""
@@ -106,25 +106,25 @@ class PodAffinityTerm(msgspec.Struct, rename="camel", omit_defaults=True):
     namespace_selector: LabelSelector | None = None
 
 
-class WeightedPodAffinityTerm(msgspec.Struct, rename="camel", omit_defaults=True):
+class WeightedPodAffinityTerm(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     weight: Int32
     pod_affinity_term: PodAffinityTerm
 
 
-class PodAffinity(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodAffinity(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """``podAffinity`` and ``podAntiAffinity`` alike (Kubernetes gives both this shape)."""
 
     required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
     preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
 
 
-class Affinity(msgspec.Struct, rename="camel", omit_defaults=True):
+class Affinity(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     node_affinity: NodeAffinity | None = None
     pod_affinity: PodAffinity | None = None
     pod_anti_affinity: PodAffinity | None = None
 
 
-class TopologySpreadConstraint(msgspec.Struct, rename="camel", omit_defaults=True):
+class TopologySpreadConstraint(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """How unevenly the pods ``label_selector`` selects (in the pod's namespace) may spread
     over the values of the node label ``topology_key``."""
 
@@ -138,7 +138,7 @@ class TopologySpreadConstraint(msgspec.Struct, rename="camel", omit_defaults=Tru
     match_label_keys: list[str] = []
 
 
-class Toleration(msgspec.Struct, rename="camel", omit_defaults=True):
+class Toleration(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     key: str = ""
     operator: str = "Equal"
     value: str = ""
@@ -146,7 +146,7 @@ class Toleration(msgspec.Struct, rename="camel", omit_defaults=True):
     toleration_seconds: int | None = None
 
 
-class Volume(msgspec.Struct, rename="camel", omit_defaults=True):
+class Volume(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """Only what tells the descheduler whether a pod keeps data on its node (emptyDir,
     hostPath) or in a claim: its DefaultEvictor leaves such pods alone."""
 
@@ -156,7 +156,7 @@ class Volume(msgspec.Struct, rename="camel", omit_defaults=True):
     host_path: dict[str, Any] | None = None
 
 
-class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
     node_selector: dict[str, str] = {}
@@ -173,25 +173,25 @@ class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     volumes: list[Volume] = []
 
 
-class ContainerStateTerminated(msgspec.Struct, rename="camel", omit_defaults=True):
+class ContainerStateTerminated(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     exit_code: int = 0
     reason: str = ""
 
 
-class ContainerState(msgspec.Struct, rename="camel", omit_defaults=True):
+class ContainerState(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """Only ``terminated`` is read: the Job controller's exitCode policies need it."""
 
     terminated: ContainerStateTerminated | None = None
 
 
-class ContainerStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+class ContainerStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     name: str = ""
     restart_count: int = 0
     state: ContainerState = msgspec.field(default_factory=ContainerState)
     last_state: ContainerState = msgspec.field(default_factory=ContainerState)
 
 
-class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     phase: str = "Pending"
     conditions: list[Condition] = []
     pod_ip: str = msgspec.field(default="", name="podIP")
@@ -200,31 +200,35 @@ class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True):
     container_statuses: list[ContainerStatus] = []
 
 
-class Pod(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Pod"):
+class Pod(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Pod", gc=False
+):
     api_version: str = "v1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodSpec = msgspec.field(default_factory=PodSpec)
     status: PodStatus = msgspec.field(default_factory=PodStatus)
 
 
-class Taint(msgspec.Struct, rename="camel", omit_defaults=True):
+class Taint(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     key: str
     effect: str
     value: str = ""
 
 
-class NodeSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class NodeSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     unschedulable: bool = False
     taints: list[Taint] = []
 
 
-class NodeStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+class NodeStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     capacity: dict[str, Quantity] = {}
     allocatable: dict[str, Quantity] = {}
     conditions: list[Condition] = []
 
 
-class Node(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Node"):
+class Node(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Node", gc=False
+):
     api_version: str = "v1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
@@ -232,7 +236,12 @@ class Node(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind",
 
 
 class ConfigMap(
-    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="ConfigMap"
+    msgspec.Struct,
+    rename="camel",
+    omit_defaults=True,
+    tag_field="kind",
+    tag="ConfigMap",
+    gc=False,
 ):
     api_version: str = "v1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -247,7 +256,12 @@ SYSTEM_PRIORITY_CLASSES = {
 
 
 class PriorityClass(
-    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="PriorityClass"
+    msgspec.Struct,
+    rename="camel",
+    omit_defaults=True,
+    tag_field="kind",
+    tag="PriorityClass",
+    gc=False,
 ):
     api_version: str = "scheduling.k8s.io/v1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)

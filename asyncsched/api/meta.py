@@ -13,7 +13,7 @@ Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
 values, and code multiplying them (replicas x requests) relies on it."""
 
 
-class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True):
+class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     api_version: str = ""
     kind: str = ""
     name: str = ""
@@ -22,7 +22,7 @@ class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True):
     block_owner_deletion: bool | None = None
 
 
-class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True):
+class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     name: str = ""
     namespace: str = ""
     uid: str = ""
@@ -36,7 +36,7 @@ class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True):
     owner_references: list[OwnerReference] = []
 
 
-class Condition(msgspec.Struct, rename="camel", omit_defaults=True):
+class Condition(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """The condition shape shared by Pod, Node and PodGroup status."""
 
     type: str = ""

@@ -35,7 +35,7 @@ budget is short (IfHealthyBudget, the default: only if the application is health
 _PERCENT = re.compile(r"[0-9]+%\Z")
 
 
-class PodDisruptionBudgetSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodDisruptionBudgetSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     min_available: IntOrPercent | None = None
     max_unavailable: IntOrPercent | None = None
     selector: LabelSelector | None = None
@@ -43,7 +43,7 @@ class PodDisruptionBudgetSpec(msgspec.Struct, rename="camel", omit_defaults=True
     unhealthy_pod_eviction_policy: str | None = None
 
 
-class PodDisruptionBudgetStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodDisruptionBudgetStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     observed_generation: int = 0
     disrupted_pods: dict[str, str] = {}
     """Pods (by name) whose eviction the API server let through and the disruption
@@ -61,6 +61,7 @@ class PodDisruptionBudget(
     omit_defaults=True,
     tag_field="kind",
     tag="PodDisruptionBudget",
+    gc=False,
 ):
     api_version: str = "policy/v1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)

@@ -31,13 +31,13 @@ __all__ = [
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-class LabelSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=True):
+class LabelSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     key: str
     operator: str
     values: list[str] = []
 
 
-class LabelSelector(msgspec.Struct, rename="camel", omit_defaults=True):
+class LabelSelector(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     match_labels: dict[str, str] = {}
     match_expressions: list[LabelSelectorRequirement] = []
 

@@ -18,7 +18,7 @@ SELECTORS = ("exactMatch", "regexMatch", "labelMatch")
 _TIER_NAME_MAX = 253
 
 
-class HyperNodeSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class HyperNodeSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     tier: int | None = None
     """Required by the CRD; None only when a document leaves it out."""
     tier_name: str = ""
@@ -26,7 +26,12 @@ class HyperNodeSpec(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 class HyperNode(
-    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="HyperNode"
+    msgspec.Struct,
+    rename="camel",
+    omit_defaults=True,
+    tag_field="kind",
+    tag="HyperNode",
+    gc=False,
 ):
     api_version: str = "topology.volcano.sh/v1alpha1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)

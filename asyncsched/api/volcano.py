@@ -37,7 +37,7 @@ HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 Quantity = str | int | float
 
 
-class PodGroupSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodGroupSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     min_member: Int32 = 1
     min_task_member: dict[str, Int32] = {}
     queue: str = "default"
@@ -46,7 +46,7 @@ class PodGroupSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     network_topology: dict[str, Any] | None = None
 
 
-class PodGroupStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodGroupStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     phase: str = ""
     conditions: list[Condition] = []
     running: int = 0
@@ -60,6 +60,7 @@ class PodGroup(
     omit_defaults=True,
     tag_field="kind",
     tag="PodGroup",
+    gc=False,
 ):
     api_version: str = "scheduling.volcano.sh/v1beta1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
@@ -67,7 +68,7 @@ class PodGroup(
     status: PodGroupStatus = msgspec.field(default_factory=PodGroupStatus)
 
 
-class QueueSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+class QueueSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     weight: Int32 = 1
     capability: dict[str, Quantity] = {}
     deserved: dict[str, Quantity] = {}
@@ -90,7 +91,7 @@ DEQUEUE_TRAVERSE = "traverse"
 DEQUEUE_STRATEGIES = (DEQUEUE_FIFO, DEQUEUE_TRAVERSE)
 
 
-class QueueStatus(msgspec.Struct, rename="camel", omit_defaults=True):
+class QueueStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     state: str = ""
     pending: int = 0
     inqueue: int = 0
@@ -99,7 +100,9 @@ class QueueStatus(msgspec.Struct, rename="camel", omit_defaults=True):
     completed: int = 0
 
 
-class Queue(msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Queue"):
+class Queue(
+    msgspec.Struct, rename="camel", omit_defaults=True, tag_field="kind", tag="Queue", gc=False
+):
     api_version: str = "scheduling.volcano.sh/v1beta1"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: QueueSpec = msgspec.field(default_factory=QueueSpec)

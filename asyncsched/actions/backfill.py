@@ -25,7 +25,7 @@ from asyncsched.actions.hypernode_search import confine, job_limit, nowhere, sea
 from asyncsched.actions.placement import Placement, find_node
 from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
-from asyncsched.model import JobInfo, TaskInfo
+from asyncsched.model import JobInfo, TaskInfo, TaskStatus
 
 __all__ = ["BackfillAction"]
 
@@ -79,11 +79,14 @@ def _pending_best_effort(ssn: Session) -> list[tuple[JobInfo, TaskInfo]]:
     walk = Walk(ssn)
     tasks: dict[str, list[TaskInfo]] = {}
     for job in ssn.active_jobs.values():
-        queue = admitted_queue(ssn, job)
-        if queue is None:
+        pending = job.by_status.get(TaskStatus.PENDING)
+        if not pending:
+            continue  # most jobs, in a burst: asked nothing else
+        best_effort = [t for t in pending.values() if t.best_effort]
+        if not best_effort:
             continue
-        best_effort = [t for t in job.pending_tasks() if t.best_effort]
-        if best_effort:
+        queue = admitted_queue(ssn, job)
+        if queue is not None:
             tasks[job.uid] = best_effort
             walk.add(queue, job)
     return [(job, task) for _, job in walk.ordered() for task in ordered_tasks(ssn, tasks[job.uid])]

@@ -237,13 +237,17 @@ def test_a_length_that_lies_past_its_message_is_refused_not_read() -> None:
         assert _outcome(reader, nested) is ProtobufError
 
 
-@settings(max_examples=2000)  # a crash of the compiled reader once took thousands
+# No deadline: these compare answers, not times. Hypothesis's default is 200 ms of wall
+# clock per example (an example takes under 0.5 ms here, quiet); on a loaded machine this
+# test failed twice, once a run, and never on a rerun: a stall past the deadline is the
+# likely cause, not confirmed.
+@settings(max_examples=2000, deadline=None)  # a crash of the compiled reader once took thousands
 @given(_messages(POD))
 def test_the_compiled_reader_and_its_twin_agree_on_any_message(data: bytes) -> None:
     assert _outcome(native.read_message, data) == _outcome(read_message_py, data)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200))
 def test_the_compiled_reader_and_its_twin_agree_on_any_bytes(data: bytes) -> None:
     """Only ProtobufError escapes either, whatever the bytes."""

@@ -48,7 +48,9 @@ scheduler's CPU what the API server, etcd, KWOK and the controller-manager used
 (``window_cpu_seconds``, ``machine_cpu_ms_per_pod``: on two shared cores this, more than
 the scheduler's own CPU, sets the rate), the API server's write counts at the last bind
 and 3 s after it (``api_writes_by_last_bind``, ``api_writes``), its reads (GET, LIST and
-WATCH requests) by the last bind (``api_reads_by_last_bind``), the watch events and bytes
+WATCH requests) by the last bind (``api_reads_by_last_bind``), the API server's Go collector
+cycles from the scheduler's start to the last bind and its live heap before
+(``apiserver_gc``), the watch events and bytes
 the API server sent by the last bind, by resource (``watch_sent_by_last_bind``), and with
 ``--gang`` the
 seconds from the last bind until every PodGroup shows Running.
@@ -406,6 +408,21 @@ async def watch_sent(client: KubeClient) -> dict[str, float]:
                 key = f"{what} {unit}"
                 sent[key] = sent.get(key, 0.0) + float(value)
     return sent
+
+
+async def apiserver_heap(client: KubeClient) -> dict[str, float]:
+    """The API server's Go collector so far: its cycles, and its live heap in MB. A cycle
+    walks the whole live heap (1.5 GB once the watch cache holds a burst's pods), so
+    whether one falls inside a run's window moves the API server's CPU for the same binds."""
+    wanted = {"go_gc_cycles_total_gc_cycles_total": "gc cycles", "go_gc_heap_live_bytes": "live"}
+    found: dict[str, float] = {}
+    for line in (await client.get("/metrics")).decode().splitlines():
+        name, _, value = line.partition(" ")
+        if name in wanted:
+            found[wanted[name]] = float(value)
+    if "live" in found:
+        found["live MB"] = round(found.pop("live") / 2**20, 1)
+    return found
 
 
 def writes_between(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
@@ -971,6 +988,7 @@ async def measure_precreated(
         result["bed_mb_before"] = bed_state(bed)
         writes_before = await api_writes(client)
         reads_before = await api_writes(client, READ_VERBS)
+        heap_before = await apiserver_heap(client)
         sent_before = await watch_sent(client)
         served_before = bed_cpu(bed)
         scheduler.start()
@@ -987,6 +1005,7 @@ async def measure_precreated(
         in_window = {k: round(v - at_first_bind.get(k, v), 2) for k, v in in_window.items()}
         writes_by_last_bind = writes_between(writes_before, await api_writes(client))
         reads_by_last_bind = writes_between(reads_before, await api_writes(client, READ_VERBS))
+        heap_at_last_bind = await apiserver_heap(client)
         sent_by_last_bind = writes_between(sent_before, await watch_sent(client))
         if isinstance(scheduler, AsyncSched):
             scheduler.stop_profile()
@@ -1014,6 +1033,11 @@ async def measure_precreated(
         result["api_writes"] = writes_between(writes_before, await api_writes(client))
         result["api_writes_by_last_bind"] = writes_by_last_bind
         result["api_reads_by_last_bind"] = reads_by_last_bind
+        result["apiserver_gc"] = {
+            "cycles by the last bind": heap_at_last_bind.get("gc cycles", 0.0)
+            - heap_before.get("gc cycles", 0.0),
+            "live MB before": heap_before.get("live MB"),
+        }
         result["watch_sent_by_last_bind"] = sent_by_last_bind
         if isinstance(scheduler, AsyncSched):
             result["scheduler_metrics"] = scheduler.metrics()

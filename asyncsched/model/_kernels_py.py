@@ -377,11 +377,7 @@ class FitRows:
     def sync(self, table: _Logged) -> None:
         """``since`` the table's version this kernel was last synced at (``_sync_start``):
         the masks brought up to the table's books."""
-        log, base = table.log, table.log_base
-        start = _sync_start(self.version, base, len(log), len(self.out_now))
-        if start != _IN_STEP:
-            self.since(log, start)
-            self.version = base + len(log)
+        _sync(self, table, len(self.out_now))
 
 
 class OffsetRows:
@@ -402,11 +398,7 @@ class OffsetRows:
 
     def sync(self, table: _Logged) -> None:
         """``since`` the table's version this kernel was last synced at (``_sync_start``)."""
-        log, base = table.log, table.log_base
-        start = _sync_start(self.version, base, len(log), len(self.out))
-        if start != _IN_STEP:
-            self.since(log, start)
-            self.version = base + len(log)
+        _sync(self, table, len(self.out))
 
 
 class ScoreRows:
@@ -444,11 +436,7 @@ class ScoreRows:
 
     def sync(self, table: _Logged) -> None:
         """``since`` the table's version this kernel was last synced at (``_sync_start``)."""
-        log, base = table.log, table.log_base
-        start = _sync_start(self.version, base, len(log), len(self.out))
-        if start != _IN_STEP:
-            self.since(log, start)
-            self.version = base + len(log)
+        _sync(self, table, len(self.out))
 
 
 class RowBooks:
@@ -558,6 +546,22 @@ def _sync_start(version: int, base: int, end: int, n: int) -> int:
     if version < 0 or start < 0 or (end - start) * 8 > n:
         return -1
     return start
+
+
+class _Syncable(Protocol):
+    version: int
+
+    def since(self, log: list[int], start: int) -> None: ...
+
+
+def _sync(kernel: _Syncable, table: _Logged, n: int) -> None:
+    """A bound kernel of ``n`` rows brought up to ``table``: ``since`` from where it was
+    last synced, then marked synced at the log's end (nothing when already in step)."""
+    log, base = table.log, table.log_base
+    start = _sync_start(kernel.version, base, len(log), n)
+    if start != _IN_STEP:
+        kernel.since(log, start)
+        kernel.version = base + len(log)
 
 
 def _since(log: list[int], start: int, n: int) -> Rows | None:

@@ -29,6 +29,38 @@ def _rows(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.unique(rng.integers(0, n, size=rng.integers(1, n + 1))).astype(np.intp)
 
 
+def _bound_inputs(rng: np.random.Generator, n: int, d: int) -> tuple[Any, ...]:
+    """Random books, one request and its scoring parameters for the bound kernels' tests:
+    (allocatable, idle, releasing, pipelined, request, columns, params, free)."""
+    allocatable, idle = _table(rng, n, d)
+    releasing = rng.integers(0, 5, size=(n, d), dtype=np.int64)
+    pipelined = rng.integers(0, 5, size=(n, d), dtype=np.int64)
+    request = rng.integers(0, 12, size=d, dtype=np.int64)
+    columns = np.flatnonzero(request).astype(np.intp)
+    params = (
+        np.array([0, 1], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1, 0,
+        np.array([1, 2], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1,
+    )  # fmt: skip
+    free = (rng.random(n) < 0.8).astype(np.uint8)
+    return allocatable, idle, releasing, pipelined, request, columns, params, free
+
+
+def _assert_recomputed(impl: Any, inputs: tuple[Any, ...], answers: tuple[Any, ...]) -> None:
+    """The bound kernels' fit masks (now, future), scores and totals (scores + 3) equal the
+    unbound kernels' run over every row of ``inputs`` (idle, releasing, pipelined, request,
+    columns, allocatable, params)."""
+    idle, releasing, pipelined, request, columns, allocatable, params = inputs
+    now, future, scores, total = answers
+    n = len(idle)
+    full_now, full_future = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+    impl.fit_rows(idle, releasing, pipelined, request, columns, None, full_now, full_future, True)
+    full_scores = np.zeros(n, np.int64)
+    impl.resource_scores(allocatable, idle, np.arange(n, dtype=np.intp), *params, full_scores)
+    assert np.array_equal(now, full_now) and np.array_equal(future, full_future)
+    assert np.array_equal(scores, full_scores)
+    assert np.array_equal(total, full_scores + 3.0)
+
+
 def test_facade_names_its_path() -> None:
     assert kernels.describe().startswith("native kernels: ")
     uses_native = kernels.book is native.book
@@ -242,16 +274,8 @@ def test_bound_refreshes_follow_the_unbound_kernels(seed: int) -> None:
     the answers of the unbound kernels run over every row, natively and in NumPy."""
     rng = np.random.default_rng(seed)
     n, d = int(rng.integers(1, 120)), 4
-    allocatable, idle = _table(rng, n, d)
-    releasing = rng.integers(0, 5, size=(n, d), dtype=np.int64)
-    pipelined = rng.integers(0, 5, size=(n, d), dtype=np.int64)
-    request = rng.integers(0, 12, size=d, dtype=np.int64)
-    columns = np.flatnonzero(request).astype(np.intp)
-    params = (
-        np.array([0, 1], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1, 0,
-        np.array([1, 2], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1,
-    )  # fmt: skip
-    free = (rng.random(n) < 0.8).astype(np.uint8)
+    inputs = _bound_inputs(rng, n, d)
+    allocatable, idle, releasing, pipelined, request, columns, params, free = inputs
     size = 1 << max(0, (n - 1).bit_length())
     state = {}
     for impl in (pure, native):
@@ -277,16 +301,11 @@ def test_bound_refreshes_follow_the_unbound_kernels(seed: int) -> None:
             score.refresh(rows)
             offset.refresh(rows)
             best = trees.refresh(rows)
-            full_now, full_future = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
-            impl.fit_rows(
-                idle, releasing, pipelined, request, columns, None, full_now, full_future, True
+            _assert_recomputed(
+                impl,
+                (idle, releasing, pipelined, request, columns, allocatable, params),
+                (now, future, scores, total),
             )
-            full_scores = np.zeros(n, np.int64)
-            impl.resource_scores(allocatable, idle, np.arange(n, dtype=np.intp), *params,
-                                 full_scores)  # fmt: skip
-            assert np.array_equal(now, full_now) and np.array_equal(future, full_future)
-            assert np.array_equal(scores, full_scores)
-            assert np.array_equal(total, full_scores + 3.0)
             assert best == native.best_open(total, future, free, now)
             assert trees.refresh(np.zeros(0, np.intp)) == best  # empty rows: read only
             answers.append((best, now.copy(), future.copy(), scores.copy()))
@@ -409,16 +428,8 @@ def test_bound_kernels_since_refresh_the_logs_rows(
     rng = np.random.default_rng(seed)
     n, d = int(rng.integers(1, 64)), 4
     start = data.draw(st.integers(-1, len(log)))
-    allocatable, idle = _table(rng, n, d)
-    releasing = rng.integers(0, 5, size=(n, d), dtype=np.int64)
-    pipelined = rng.integers(0, 5, size=(n, d), dtype=np.int64)
-    request = rng.integers(0, 12, size=d, dtype=np.int64)
-    columns = np.flatnonzero(request).astype(np.intp)
-    params = (
-        np.array([0, 1], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1, 0,
-        np.array([1, 2], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1,
-    )  # fmt: skip
-    free = (rng.random(n) < 0.8).astype(np.uint8)
+    inputs = _bound_inputs(rng, n, d)
+    allocatable, idle, releasing, pipelined, request, columns, params, free = inputs
     size = 1 << max(0, (n - 1).bit_length())
     changed = idle - rng.integers(-3, 6, size=(n, d))
     rows = None if start < 0 else pure.unique_rows(log, start, n)
@@ -677,16 +688,8 @@ def test_bound_kernels_sync_follow_the_table(seed: int, data: st.DataObject) -> 
     TreePair's answer is ``picked``'s from the full ``best_open``."""
     rng = np.random.default_rng(seed)
     n, d = int(rng.integers(1, 40)), 4
-    allocatable, idle = _table(rng, n, d)
-    releasing = rng.integers(0, 5, size=(n, d), dtype=np.int64)
-    pipelined = rng.integers(0, 5, size=(n, d), dtype=np.int64)
-    request = rng.integers(0, 12, size=d, dtype=np.int64)
-    columns = np.flatnonzero(request).astype(np.intp)
-    params = (
-        np.array([0, 1], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1, 0,
-        np.array([1, 2], dtype=np.intp), rng.integers(0, 30, size=2, dtype=np.int64), 1,
-    )  # fmt: skip
-    free = (rng.random(n) < 0.8).astype(np.uint8)
+    inputs = _bound_inputs(rng, n, d)
+    allocatable, idle, releasing, pipelined, request, columns, params, free = inputs
     size = 1 << max(0, (n - 1).bit_length())
     steps = data.draw(
         st.lists(
@@ -725,16 +728,11 @@ def test_bound_kernels_sync_follow_the_table(seed: int, data: st.DataObject) -> 
             score.sync(table)
             offset.sync(table)
             chosen = trees.sync(table)
-            full_now, full_future = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
-            pure.fit_rows(
-                books, releasing, pipelined, request, columns, None, full_now, full_future, True
+            _assert_recomputed(
+                pure,
+                (books, releasing, pipelined, request, columns, allocatable, params),
+                (now, future, scores, total),
             )
-            full_scores = np.zeros(n, np.int64)
-            pure.resource_scores(allocatable, books, np.arange(n, dtype=np.intp), *params,
-                                 full_scores)  # fmt: skip
-            assert np.array_equal(now, full_now) and np.array_equal(future, full_future)
-            assert np.array_equal(scores, full_scores)
-            assert np.array_equal(total, full_scores + 3.0)
             best = pure.best_open(total, future, free, now)
             assert chosen == pure.picked(best, total, now)
             assert trees.sync(table) == chosen  # in step: only read

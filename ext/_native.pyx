@@ -380,7 +380,37 @@ def merge_amounts(dict base, dict other, bint negate):
     return merged
 
 
-cdef class FitRows:
+cdef class _Bound:
+    """What the bound kernels share: the table version they were last synced at and
+    their row count, and ``sync``, which brings them up to a node table's change log
+    (the twins' ``_sync``). Each kernel overrides ``_since``, its typed refresh of the
+    rows of ``log[start:]`` (below 0: every row)."""
+
+    cdef Py_ssize_t version
+    cdef Py_ssize_t n
+
+    cdef int _since(self, list log, Py_ssize_t start) except -1:
+        raise NotImplementedError
+
+    cdef int _sync(self, table) except -1:
+        """``_since`` from the version last synced at (``_sync_start``), then marked
+        synced at the log's end; nothing when already in step."""
+        cdef list log = table.log
+        cdef Py_ssize_t base = table.log_base
+        cdef Py_ssize_t start = _sync_start(self.version, base, len(log), self.n)
+        if start != _IN_STEP:
+            self._since(log, start)
+            self.version = base + len(log)
+        return 0
+
+    def since(self, list log, Py_ssize_t start):
+        self._since(log, start)
+
+    def sync(self, table):
+        self._sync(table)
+
+
+cdef class FitRows(_Bound):
     """``fit_rows`` bound to one request's arrays (a class's fit masks): ``refresh(rows)``
     recomputes both masks on the given rows (None: all)."""
 
@@ -391,7 +421,6 @@ cdef class FitRows:
     cdef const Py_ssize_t[::1] columns
     cdef uint8_t[::1] out_now
     cdef uint8_t[::1] out_future
-    cdef Py_ssize_t version
 
     def __init__(
         self,
@@ -411,6 +440,7 @@ cdef class FitRows:
         self.out_now = out_now
         self.out_future = out_future
         self.version = -1
+        self.n = out_now.shape[0]
 
     def refresh(self, rows):
         cdef const Py_ssize_t[::1] picked = _NONE if rows is None else rows
@@ -418,9 +448,6 @@ cdef class FitRows:
             self.idle, self.releasing, self.pipelined, self.request, self.columns, picked,
             rows is None, self.out_now, self.out_future, True,
         )
-
-    def since(self, list log, Py_ssize_t start):
-        self._since(log, start)
 
     cdef int _since(self, list log, Py_ssize_t start) except -1:
         cdef Py_ssize_t m = _gather(log, start, self.out_now.shape[0])
@@ -433,16 +460,8 @@ cdef class FitRows:
         )
         return 0
 
-    def sync(self, table):
-        cdef list log = table.log
-        cdef Py_ssize_t base = table.log_base
-        cdef Py_ssize_t start = _sync_start(self.version, base, len(log), self.out_now.shape[0])
-        if start != _IN_STEP:
-            self._since(log, start)
-            self.version = base + len(log)
 
-
-cdef class ScoreRows:
+cdef class ScoreRows(_Bound):
     """``resource_scores`` bound to one request's parameters and output:
     ``refresh(rows)`` rescores the given rows (None: all rows of the output)."""
 
@@ -454,7 +473,6 @@ cdef class ScoreRows:
     cdef const Py_ssize_t[::1] bal_cols
     cdef const int64_t[::1] bal_req
     cdef int64_t[::1] out
-    cdef Py_ssize_t version
 
     def __init__(
         self,
@@ -482,6 +500,7 @@ cdef class ScoreRows:
         self.w_bal = w_bal
         self.out = out
         self.version = -1
+        self.n = out.shape[0]
 
     def refresh(self, rows):
         cdef const Py_ssize_t[::1] picked
@@ -498,9 +517,6 @@ cdef class ScoreRows:
             self.w_least, self.w_most, self.bal_cols, self.bal_req, self.w_bal, self.out,
         )
 
-    def since(self, list log, Py_ssize_t start):
-        self._since(log, start)
-
     cdef int _since(self, list log, Py_ssize_t start) except -1:
         cdef Py_ssize_t m = _gather(log, start, self.out.shape[0])
         if m < 0:
@@ -512,16 +528,8 @@ cdef class ScoreRows:
         )
         return 0
 
-    def sync(self, table):
-        cdef list log = table.log
-        cdef Py_ssize_t base = table.log_base
-        cdef Py_ssize_t start = _sync_start(self.version, base, len(log), self.out.shape[0])
-        if start != _IN_STEP:
-            self._since(log, start)
-            self.version = base + len(log)
 
-
-cdef class TreePair:
+cdef class TreePair(_Bound):
     """``trees_refresh`` bound to one class's two trees and their inputs:
     ``refresh(rows)`` updates both on the given rows (None: rebuilds; empty: reads only)
     and returns (best open-and-idle node, how many, best open node, how many)."""
@@ -533,7 +541,6 @@ cdef class TreePair:
     cdef const uint8_t[::1] free
     cdef bint check_free
     cdef const uint8_t[::1] fits_idle
-    cdef Py_ssize_t version
 
     def __init__(
         self,
@@ -552,6 +559,7 @@ cdef class TreePair:
         self.free = unblocked if unblocked is not None else fits
         self.fits_idle = fits_idle
         self.version = -1
+        self.n = scores.shape[0]
 
     def refresh(self, rows):
         self._refresh(rows)
@@ -594,12 +602,7 @@ cdef class TreePair:
         return self._pick()
 
     def sync(self, table):
-        cdef list log = table.log
-        cdef Py_ssize_t base = table.log_base
-        cdef Py_ssize_t start = _sync_start(self.version, base, len(log), self.scores.shape[0])
-        if start != _IN_STEP:
-            self._since(log, start)
-            self.version = base + len(log)
+        self._sync(table)
         return self._pick()
 
     cdef tuple _pick(self):
@@ -864,19 +867,19 @@ cdef class RowBooks:
         return len(self.log) > self.limit
 
 
-cdef class OffsetRows:
+cdef class OffsetRows(_Bound):
     """``offset_rows`` bound to its arrays and offset: ``refresh(rows)`` (None: all)."""
 
     cdef double[::1] out
     cdef const int64_t[::1] values
     cdef int64_t offset
-    cdef Py_ssize_t version
 
     def __init__(self, double[::1] out, const int64_t[::1] values, int64_t offset):
         self.out = out
         self.values = values
         self.offset = offset
         self.version = -1
+        self.n = out.shape[0]
 
     def refresh(self, rows):
         cdef const Py_ssize_t[::1] picked
@@ -890,9 +893,6 @@ cdef class OffsetRows:
             r = picked[i]
             self.out[r] = <double>(self.values[r] + self.offset)
 
-    def since(self, list log, Py_ssize_t start):
-        self._since(log, start)
-
     cdef int _since(self, list log, Py_ssize_t start) except -1:
         cdef Py_ssize_t i, r
         cdef Py_ssize_t m = _gather(log, start, self.out.shape[0])
@@ -903,14 +903,6 @@ cdef class OffsetRows:
             r = _ROWS[i]
             self.out[r] = <double>(self.values[r] + self.offset)
         return 0
-
-    def sync(self, table):
-        cdef list log = table.log
-        cdef Py_ssize_t base = table.log_base
-        cdef Py_ssize_t start = _sync_start(self.version, base, len(log), self.out.shape[0])
-        if start != _IN_STEP:
-            self._since(log, start)
-            self.version = base + len(log)
 
 
 def within_limits(dict request, dict used, dict limit, str ignore):

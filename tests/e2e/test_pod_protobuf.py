@@ -27,9 +27,9 @@ from kubernetes_asyncio.client import CoreV1Api
 from asyncsched.api import Pod
 from asyncsched.backends.kube.client import KubeClient
 from asyncsched.backends.kube.informer import Informer, ResourceKind
+from asyncsched.backends.kube.kinds import PODS
 from asyncsched.backends.kube.pod_protobuf import POD
 from asyncsched.backends.kube.protobuf import PROTOBUF, read_message, unwrap
-from asyncsched.backends.kube.scheduler import PODS
 from tests.e2e import kubeops
 from tests.e2e.testbed import Testbed, new_client
 

@@ -18,7 +18,7 @@ from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
 from asyncsched.backends.kube.client import KubeClient, KubeError
 from asyncsched.backends.kube.informer import ListPage, ResourceKind
-from asyncsched.backends.kube.scheduler import (
+from asyncsched.backends.kube.kinds import (
     DISRUPTION_BUDGETS,
     HYPERNODES,
     NODES,

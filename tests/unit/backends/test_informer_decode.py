@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from asyncsched.backends.kube.informer import Informer
-from asyncsched.backends.kube.scheduler import DISRUPTION_BUDGETS, PODGROUPS, PODS
+from asyncsched.backends.kube.kinds import DISRUPTION_BUDGETS, PODGROUPS, PODS
 from asyncsched.cache import ClusterCache
 from tests.builders import pod
 

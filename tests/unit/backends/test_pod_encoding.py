@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from asyncsched.backends.kube.kinds import PODS
 from asyncsched.backends.kube.pod_protobuf import ENCODING_ENV, POD, POD_ENCODING, choose_encoding
 from asyncsched.backends.kube.protobuf import COMPILED
-from asyncsched.backends.kube.scheduler import PODS
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -36,9 +36,7 @@ from asyncsched.backends.kube.controllers.store import PodStore, Store
 from asyncsched.backends.kube.controllers.webhook import serve_webhook
 from asyncsched.backends.kube.controllers.workqueue import WorkQueue
 from asyncsched.backends.kube.informer import Informer, ResourceKind
-from asyncsched.backends.kube.leader import LeaderElector
-from asyncsched.backends.kube.metrics import serve_http
-from asyncsched.backends.kube.scheduler import (
+from asyncsched.backends.kube.kinds import (
     HYPERNODES,
     NODES,
     PODGROUPS,
@@ -46,6 +44,8 @@ from asyncsched.backends.kube.scheduler import (
     PRIORITY_CLASSES,
     QUEUES,
 )
+from asyncsched.backends.kube.leader import LeaderElector
+from asyncsched.backends.kube.metrics import serve_http
 from asyncsched.backends.kube.status import StatusWriter
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 

@@ -125,7 +125,7 @@ class JobInfo(Tracked):
     def reset_to(self, phase: str, podgroup: PodGroup | None) -> None:
         """Untouched, with this phase and PodGroup and no memo, as a fresh copy of the same
         tasks would be: for a snapshot that hands this object out again after a session
-        changed only its phase (``asyncsched.cache.snapshots``)."""
+        changed only its phase (``asyncsched.cache.snapshot_jobs``)."""
         self.phase = phase
         self.podgroup = podgroup
         self.touched = False

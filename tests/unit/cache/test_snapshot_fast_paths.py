@@ -16,7 +16,8 @@ import pytest
 
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.cache import ClusterCache
-from asyncsched.cache.snapshots import _Build, _Handed
+from asyncsched.cache.handed import Handed
+from asyncsched.cache.snapshots import _Build
 from asyncsched.framework import Registry, run_session
 from asyncsched.model import ClusterSnapshot, TaskInfo, TaskStatus
 from asyncsched.model.snapshot import snapshot_differences
@@ -50,7 +51,7 @@ def _cluster() -> ClusterCache:
 
 
 def _built(cache: ClusterCache) -> ClusterSnapshot:
-    return _Build(cache, _Handed(), [], 0.0).run(full=True)
+    return _Build(cache, Handed(), [], 0.0).run(full=True)
 
 
 def _tasks(snapshot: ClusterSnapshot) -> dict[str, TaskInfo]:

@@ -1,0 +1,221 @@
+"""A snapshot's jobs: copied from the cache entry, or the last snapshot's made current in
+place, kept in the cache's entry order; and the settled jobs a session counts only by their
+queue's totals.
+
+A mixin of the snapshot build (``asyncsched.cache.snapshots._Build``), which owns the state
+it reads and decides which jobs to copy again.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from typing import TYPE_CHECKING
+
+from asyncsched.api import PodGroup
+from asyncsched.cache.changes import JobEntry
+from asyncsched.cache.handed import Handed, Template
+from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, Resource, TaskInfo
+from asyncsched.model.books import SettledTotals
+from asyncsched.model.status import ALLOCATED, READY, TaskStatus
+
+if TYPE_CHECKING:
+    from asyncsched.cache.cluster_cache import ClusterCache
+
+__all__ = ["QUEUE_NAME_ANNOTATION", "JobCopies"]
+
+log = logging.getLogger("asyncsched.cache.snapshots")  # as before: `simulate` filters it
+
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+class JobCopies:
+    """The jobs of one snapshot build."""
+
+    cache: ClusterCache
+    handed: Handed
+    priorities: dict[str, int]
+    default_priority: int
+    replaced_jobs: set[str]
+
+    if TYPE_CHECKING:  # the build's (_Build)
+
+        def _priority_of_pod(self, task: TaskInfo) -> int: ...
+
+    def _job(self, key: str, entry: JobEntry, queues: dict[str, QueueInfo]) -> JobInfo | None:
+        pg = entry.podgroup
+        if pg is not None:
+            job = self._template(key, pg).clone_empty()
+            job.set_phase(pg.status.phase or PodGroupPhase.PENDING)
+            job.podgroup = pg
+        else:
+            lone = self._lone_job(key, entry)
+            if lone is None:
+                return None
+            job = lone
+        if job.queue not in queues:
+            log.warning("job %s names queue %r, which does not exist; skipped", key, job.queue)
+            return None
+        tasks = self.handed.tasks
+        for task_key in entry.tasks:
+            job.add_task(tasks[task_key])
+        job.touched = False
+        job.journal = self.handed.journal
+        return job
+
+    def _refreshed(
+        self,
+        key: str,
+        entry: JobEntry,
+        queues: dict[str, QueueInfo],
+        task_keys: set[str] | list[str],
+    ) -> JobInfo | None:
+        """The last snapshot's JobInfo made current in place, when only its phase or
+        PodGroup object can differ from a fresh copy: same entry, same gang rules, and none
+        of its tasks copied again (a session changes a task only through setters that mark
+        it touched, so every task it changed is copied again). Enqueue admitting a waiting
+        job, and the status the shell writes for it, change nothing else; re-adding its
+        tasks to an empty copy is most of what copying such a job costs. None: copy it."""
+        handed = self.handed
+        old = handed.jobs.get(key)
+        pg = entry.podgroup
+        if (
+            old is None
+            or pg is None
+            or handed.seqs.get(key) != entry.seq
+            or old.queue not in queues
+            or len(old.tasks) != len(entry.tasks)
+        ):
+            return None
+        kept = handed.templates.get(key)
+        if kept is None or self._template(key, pg) is not kept.job:
+            return None  # new gang rules (or a new priority): a copy from the new template
+        if any(task_key in task_keys for task_key in entry.tasks) and not self._resorted(
+            key, old, entry
+        ):
+            return None
+        old.reset_to(pg.status.phase or PodGroupPhase.PENDING, pg)
+        return old
+
+    def _resorted(self, key: str, old: JobInfo, entry: JobEntry) -> bool:
+        """Can a job whose tasks were copied again keep its books, as a fresh copy would
+        build them? Yes when it still holds the very task copies (none dropped or replaced:
+        those made current in place), under the cache entry's keys in the same order, and
+        they all sit in one status bucket, in that order, with the status each has now: a
+        fresh copy adds the same tasks in the same order to one bucket. Its counts are
+        then added up again over that bucket as ``add_task`` adds them. The usual case: a
+        gang placed whole, whose tasks the session and then the cache moved to Binding.
+        """
+        if key in self.replaced_jobs:
+            return False
+        held, same = old.tasks, operator.is_
+        if not all(map(same, held, entry.tasks)):
+            return False
+        buckets = [(status, bucket) for status, bucket in old.by_status.items() if bucket]
+        if len(buckets) != 1:
+            return False
+        status, bucket = buckets[0]
+        if len(bucket) != len(held) or not all(map(same, bucket, held)):
+            return False
+        allocated, best_effort = Resource(), 0
+        counts_allocated = status in ALLOCATED
+        for task in bucket.values():
+            if task.status is not status:
+                return False
+            if counts_allocated:
+                allocated = allocated + task.resreq
+            elif task.best_effort:
+                best_effort += 1
+        n = len(bucket)
+        old.by_status = {status: bucket}
+        old.allocated = allocated
+        old.n_ready = n if status in READY else 0
+        old.n_allocated = n if counts_allocated else 0
+        old.n_pending_best_effort = best_effort if status is TaskStatus.PENDING else 0
+        return True
+
+    def _template(self, key: str, pg: PodGroup) -> JobInfo:
+        priority = self.priorities.get(pg.spec.priority_class_name, self.default_priority)
+        found = self.handed.templates.get(key)
+        creation = pg.metadata.creation_timestamp
+        if (
+            found is None
+            or found.priority != priority
+            or found.creation != creation
+            or (found.spec is not pg.spec and found.spec != pg.spec)
+        ):
+            found = Template(pg.spec, creation, priority, JobInfo.from_podgroup(pg, priority))
+            self.handed.templates[key] = found
+        return found.job
+
+    def _lone_job(self, key: str, entry: JobEntry) -> JobInfo | None:
+        if not entry.lone_pod or not entry.tasks:
+            return None
+        task = next(iter(entry.tasks.values()))
+        queue = task.pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
+        return JobInfo(
+            uid=key,
+            name=task.name,
+            namespace=task.namespace,
+            queue=queue,
+            min_available=1,
+            priority=self._priority_of_pod(task),
+            priority_class=task.pod.spec.priority_class_name,
+            phase=PodGroupPhase.INQUEUE,
+            creation=task.creation,
+        )
+
+    def _add_jobs(self, added: dict[str, JobInfo]) -> None:
+        """Add new jobs keeping ``handed.jobs`` in entry order: at the end when they are
+        the newest entries (the usual case), else by listing the entries again.
+
+        The dict is only ever appended to here (no pop and insert), so copying it for
+        each snapshot stays a fast copy.
+        """
+        handed, entries = self.handed, self.cache.jobs
+        if not added:
+            return
+        for key in added:
+            handed.jobs.pop(key, None)  # its entry was made again: it moves to the end
+            handed.seqs[key] = entries[key].seq
+        seqs = sorted((entries[k].seq, k) for k in added)
+        if seqs[0][0] > handed.last_seq:
+            for _, key in seqs:
+                handed.jobs[key] = added[key]
+        else:
+            jobs = handed.jobs
+            handed.jobs = {k: jobs.get(k) or added[k] for k in entries if k in jobs or k in added}
+        handed.last_seq = max(handed.last_seq, seqs[-1][0])
+
+    # -- settled jobs ------------------------------------------------------------
+
+    def _unsettle(self, key: str) -> None:
+        """A job copied again (or gone) is no longer counted among the settled."""
+        handed = self.handed
+        old = handed.settled.pop(key, None)
+        if old is not None:
+            handed.totals[old.queue].merge(handed.counted.pop(key), -1)
+
+    def _partition(self, copied: set[str] | list[str]) -> None:
+        """Jobs copied again are active; an active job handed out again unchanged becomes
+        settled when the last session said so (under the same configuration as the rest)."""
+        handed = self.handed
+        copied = set(copied)
+        active = {key for key in copied if key in handed.jobs}
+        for key in handed.active:
+            if key in copied or key not in handed.jobs:
+                continue
+            job = handed.jobs[key]
+            memo = job.settled_under
+            if memo is not None and (not handed.settled or memo is handed.token):
+                handed.token = memo
+                handed.settled[key] = job
+                totals = handed.totals.get(job.queue)
+                if totals is None:
+                    totals = handed.totals[job.queue] = SettledTotals()
+                part = handed.counted[key] = SettledTotals()
+                part.add(job)
+                totals.merge(part)
+            else:
+                active.add(key)
+        handed.active = active

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asyncsched.actions.placement import insufficient_reason
+from asyncsched.actions.node_masks import insufficient_reason
 from asyncsched.framework import FitErrors, Session
 from asyncsched.framework.hooks import (
     BATCH_NODE_ORDER,

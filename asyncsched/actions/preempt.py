@@ -36,7 +36,8 @@ from typing import ClassVar
 import numpy as np
 
 from asyncsched.actions.eviction import RoomMaker, never_preempts
-from asyncsched.actions.placement import first_failures, place_best_effort_members
+from asyncsched.actions.node_masks import first_failures
+from asyncsched.actions.placement import place_best_effort_members
 from asyncsched.actions.walk import Walk, admitted_queue, ordered_tasks
 from asyncsched.framework import Arguments, Session, Statement
 from asyncsched.model import JobInfo, NodeInfo, QueueInfo, TaskInfo

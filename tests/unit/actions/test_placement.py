@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from asyncsched.actions.placement import (
+from asyncsched.actions.node_masks import (
     best_index,
-    find_node,
     first_failures,
     fit_masks,
     insufficient_counts,
 )
+from asyncsched.actions.placement import find_node
 from asyncsched.framework.hooks import BoolArray
 from asyncsched.model import NodeInfo, TaskInfo
 from tests import builders as b

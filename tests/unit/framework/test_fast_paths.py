@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncsched.actions.placement import first_failures
+from asyncsched.actions.node_masks import first_failures
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.cache import ClusterCache
 from asyncsched.framework import dispatch

@@ -32,7 +32,9 @@ given as a fraction of the mean of the two (``--rounds N`` repeats it all, each 
 against its own binder runs, since the ceiling moves with the machine's load).
 ``--binder-events`` and ``--binder-watch`` also measure the binder posting a Scheduled Event
 per bind, or holding one pod watch open as every scheduler does: what each of those costs
-the bed, read against the same ceiling.
+the bed, read against the same ceiling. ``--binder-burn MS`` also measures it spending MS of
+its own CPU after each bind reading ``--binder-ballast MB ...`` of objects (one run per
+size): what a scheduler's CPU, from the caches or from memory, costs the API server.
 ``--external CMD`` measures any other scheduler started by CMD the same way
 (pods of ``--scheduler-name``; ``{kubeconfig}``, ``{namespace}``, ``{scheduler_name}`` are
 filled in, ``KUBECONFIG`` is set):
@@ -711,15 +713,22 @@ class CommandScheduler(Scheduler):
 
 
 def minimal_binder(
-    bed: Testbed, scheduler_name: str, events: bool = False, watch: bool = False
+    bed: Testbed,
+    scheduler_name: str,
+    events: bool = False,
+    watch: bool = False,
+    burn: tuple[float, float] | None = None,
 ) -> CommandScheduler:
+    """``burn``: (ms of CPU after each bind, MB of ballast it reads; see minimal_binder.py)."""
     argv = [
         sys.executable, str(Path(__file__).resolve().parent / "minimal_binder.py"),
         "--kubeconfig", "{kubeconfig}", "--namespace", "{namespace}",
         "--scheduler-name", "{scheduler_name}", *(["--events"] if events else []),
         *(["--watch"] if watch else []),
+        *(["--burn", str(burn[0]), "--ballast", str(burn[1])] if burn else []),
     ]  # fmt: skip
     name = "minimal-binder" + ("-events" if events else "") + ("-watch" if watch else "")
+    name += f"-burn{burn[0]:g}ms-{burn[1]:g}mb" if burn else ""
     return CommandScheduler(name, argv, bed, scheduler_name, bed.dir / f"{name}.log")
 
 
@@ -1126,6 +1135,9 @@ def _round_plans(
         plans.append((minimal_binder(bed, "minimal-binder", events=True), 1))
     if args.binder_watch:
         plans.append((minimal_binder(bed, "minimal-binder", watch=True), 1))
+    for megabytes in args.binder_ballast if args.binder_burn > 0 else []:
+        burn = (args.binder_burn, megabytes)
+        plans.append((minimal_binder(bed, "minimal-binder", burn=burn), 1))
     if args.compare_kube_scheduler:
         for qps in args.kube_scheduler_qps or [0]:
             plans.append((KubeScheduler(bed, qps), 1))
@@ -1247,6 +1259,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--binder-watch", action="store_true",
                         help="with --precreate: also measure the minimal binder holding one "
                              "pod watch open, as any scheduler does")  # fmt: skip
+    parser.add_argument("--binder-burn", type=float, default=0.0,
+                        help="with --precreate: also measure the minimal binder spending "
+                             "this many ms of CPU after each bind, reading each "
+                             "--binder-ballast")  # fmt: skip
+    parser.add_argument("--binder-ballast", type=float, nargs="+", default=[1.0, 256.0],
+                        help="MB of objects the burning binder reads (one run each)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --precreate: repeat the whole plan; with --ceiling the "
                              "binder runs first and last in each round")  # fmt: skip

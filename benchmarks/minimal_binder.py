@@ -10,7 +10,11 @@ none is left pending; then it waits to be stopped. ``--events`` also posts the
 own: what writing that Event costs the API server, with no decision either. ``--watch``
 also keeps one watch on every pod in the cluster open, as any scheduler must (asyncsched's
 informer and kube-scheduler's both do), reading each frame and dropping it: what serving
-one scheduler's pod watch costs the API server, with no decision either. Started by
+one scheduler's pod watch costs the API server, with no decision either. ``--burn MS``
+spends MS of the binder's own CPU after each bind, reading ``--ballast MB`` of objects in a
+shuffled order (first built, before any bind): a scheduler's CPU and memory next to the API
+server without its decisions, to tell what the machine's other work costs the API server
+(a large ballast: reads mostly from memory; a small one: from the caches). Started by
 ``e2e_throughput.py --ceiling`` the same way as the schedulers it measures, so the binds per
 second it reaches is what the API server, etcd and KWOK on this machine can take.
 """
@@ -20,9 +24,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import random
 import secrets
 import signal
 import sys
+import time
 from pathlib import Path
 
 import msgspec
@@ -58,6 +64,31 @@ class _List(msgspec.Struct):
     items: list[_Item] = []
 
 
+class Ballast:
+    """CPU time spent reading objects laid out in a shuffled order, ``seconds`` per call.
+
+    Floats made one after the other sit side by side in memory; the list's order is
+    shuffled, so walking it jumps across all of them: with many megabytes, most reads come
+    from memory rather than from the caches, as a scheduler's walks over its objects do.
+    """
+
+    def __init__(self, megabytes: float, seconds: float) -> None:
+        count = max(1024, int(megabytes * 2**20 / 32))  # a float: 24 bytes, its slot: 8
+        self.values = [float(i) for i in range(count)]
+        random.Random(0).shuffle(self.values)
+        self.seconds = seconds
+        self.at = 0
+
+    def burn(self) -> None:
+        clock = time.process_time
+        end = clock() + self.seconds
+        values, at, size = self.values, self.at, len(self.values)
+        while clock() < end:
+            sum(values[at : at + 256])
+            at = at + 256 if at + 256 < size else 0
+        self.at = at
+
+
 async def _listed(client: KubeClient, path: str, params: dict[str, str]) -> list[_Item]:
     found: list[_Item] = []
     page = {**params, "limit": "1000"}
@@ -79,6 +110,7 @@ async def bind_all(args: argparse.Namespace) -> None:
         turn = itertools.cycle(nodes)
         slots = asyncio.Semaphore(args.concurrency)
         event_slots = asyncio.Semaphore(args.concurrency)
+        ballast = Ballast(args.ballast, args.burn / 1000) if args.burn > 0 else None
         path = f"/api/v1/namespaces/{args.namespace}/pods"
         selector = f"spec.nodeName=,spec.schedulerName={args.scheduler_name}"
 
@@ -94,6 +126,8 @@ async def bind_all(args: argparse.Namespace) -> None:
                 except KubeError as exc:
                     print(f"bind {pod.metadata.name}: {exc}", file=sys.stderr)
                     return
+            if ballast is not None:
+                ballast.burn()
             if args.events:
                 async with event_slots:
                     await tell(pod, node)
@@ -151,6 +185,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--events", action="store_true", help="a Scheduled Event per bind")
     parser.add_argument("--watch", action="store_true", help="one pod watch, frames dropped")
+    parser.add_argument("--burn", type=float, default=0.0,
+                        help="ms of CPU spent after each bind, reading the ballast")  # fmt: skip
+    parser.add_argument("--ballast", type=float, default=1.0,
+                        help="MB of objects --burn reads, in a shuffled order")  # fmt: skip
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     asyncio.run(bind_all(args))

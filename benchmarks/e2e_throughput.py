@@ -29,7 +29,8 @@ is read from /proc (all it used since it started). ``--ceiling`` measures
 benchmarks/minimal_binder.py (round-robin, no decision) the same way, first and last: the
 binds per second this machine's API server, etcd and KWOK can take, and every figure is also
 given as a fraction of the mean of the two (``--rounds N`` repeats it all, each round read
-against its own binder runs, since the ceiling moves with the machine's load).
+against its own binder runs, since the ceiling moves with the machine's load; plain pods
+and PodGroups swap places every other round, as the bed slows while runs pile up).
 ``--binder-events`` and ``--binder-watch`` also measure the binder posting a Scheduled Event
 per bind, or holding one pod watch open as every scheduler does: what each of those costs
 the bed, read against the same ceiling. ``--binder-burn MS`` also measures it spending MS of
@@ -1146,11 +1147,16 @@ def _round_plans(
         external = CommandScheduler(
             Path(argv[0]).name, argv, bed, args.scheduler_name, bed.dir / "external.log"
         )
-        plans += [] if args.gang_only else [(external, 1)]
-        plans += [(external, args.gang)] if args.gang > 1 else []
+        shaped = ([] if args.gang_only else [(external, 1)]) + (
+            [(external, args.gang)] if args.gang > 1 else []
+        )
+        plans += shaped[::-1] if round_ % 2 else shaped
     else:
         profile = bed.dir if args.profile else None
-        for gang in ([] if args.gang_only else [1]) + ([args.gang] if args.gang > 1 else []):
+        shapes = ([] if args.gang_only else [1]) + ([args.gang] if args.gang > 1 else [])
+        if round_ % 2:  # the bed slows as runs pile up: each shape goes first every other round
+            shapes.reverse()
+        for gang in shapes:
             log_path = bed.dir / f"asyncsched-r{round_}-gang{gang}.log"
             plans.append((AsyncSched(kubeconfig, log_path, args.scheduler_name, profile), gang))
     if args.ceiling and len(plans) > 1:
@@ -1266,7 +1272,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--binder-ballast", type=float, nargs="+", default=[1.0, 256.0],
                         help="MB of objects the burning binder reads (one run each)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1,
-                        help="with --precreate: repeat the whole plan; with --ceiling the "
+                        help="with --precreate: repeat the whole plan (plain pods and "
+                             "PodGroups swapped every other round); with --ceiling the "
                              "binder runs first and last in each round")  # fmt: skip
     parser.add_argument("--bed", type=Path, help="a bed's directory: reuse it (start it there)")
     parser.add_argument("--lone", type=int, default=0,

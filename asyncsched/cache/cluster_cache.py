@@ -28,11 +28,14 @@ from asyncsched.model import (
 from asyncsched.model.gcpause import freeze_young, gc_paused
 from asyncsched.model.gpu_claims import GpuClaim, pod_gpu_claim, pod_gpu_request
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
+from asyncsched.model.node import booking_of
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]
 
 DEFAULT_SCHEDULER_NAMES = ("volcano", "asyncsched")
 _EVICTABLE = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+_ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+"""Statuses between which a pod's moves change nothing a session decides on."""
 
 
 class ClusterCache:
@@ -126,8 +129,12 @@ class ClusterCache:
     def is_ours(self, pod: Pod) -> bool:
         return pod.spec.scheduler_name in self.scheduler_names
 
-    def upsert_pod(self, pod: Pod) -> None:
-        """Take a Pod; ValueError (and no change) if its requests cannot be read.
+    def upsert_pod(self, pod: Pod) -> bool:
+        """Take a Pod; ValueError (and no change) if its requests cannot be read. True when
+        the change may alter what a session decides: False for a pod that stays alive on
+        the same node, in the same job, with the same requests (Binding -> Bound -> Running:
+        a bind coming back, the kubelet's status reports), which leaves every placement,
+        gang count and queue share as it was.
 
         Requests are parsed again only when the pod's containers or overhead changed.
         """
@@ -148,6 +155,17 @@ class ClusterCache:
                 task.set_gpu_claim(previous.gpu_claim)
         if key in self._evicting and task.status in _EVICTABLE:
             task.set_status(TaskStatus.RELEASING)
+        decides = (
+            previous is None
+            or previous.status not in _ON_NODE_ALIVE
+            or task.status not in _ON_NODE_ALIVE
+            or previous.node_name != task.node_name
+            or previous.job != task.job
+            or previous.resreq != task.resreq
+            or previous.init_resreq != task.init_resreq
+        )
+        if previous is not None and self._restated(key, previous, task):
+            return decides
         self._remove_task(key)
         self.pods[key] = pod
         self.tasks[key] = task
@@ -163,6 +181,60 @@ class ClusterCache:
             node.add_task(task)
         self.changes.task(task)
         self.generation += 1
+        return decides
+
+    def _restated(self, key: str, previous: TaskInfo, task: TaskInfo) -> bool:
+        """Take a new version of a pod into the cache's task object itself when only its
+        pod and status moved, within one booking on the same node; False (nothing done)
+        otherwise. Every order (the cache's tasks, the job's, the node's; a lone pod's job
+        made anew) moves as the remove and add of ``upsert_pod`` move it, so nothing a
+        session reads differs; the next snapshot then makes its copy current in place
+        rather than copying the task, and with it its job and its node's task list, anew.
+        Pods holding GPU cards take the general path (the cards' books keep an order too).
+        """
+        if not (
+            previous.node_name == task.node_name
+            and previous.job == task.job
+            and previous.resreq is task.resreq
+            and previous.init_resreq is task.init_resreq
+            and previous.gpu_request is None
+            and task.gpu_request is None
+            and previous.gpu_claim is None
+            and task.gpu_claim is None
+            and previous.uid == task.uid
+            and previous.role == task.role
+            and previous.preemptable == task.preemptable
+            and previous.creation == task.creation
+            and previous.priority == task.priority
+            and booking_of(previous.status) == booking_of(task.status)
+        ):
+            return False
+        pod = task.pod
+        entry = self.jobs.get(task.job)
+        ours = self.is_ours(pod)
+        if ours != (entry is not None and key in entry.tasks):
+            return False
+        node = self.nodes.get(task.node_name)
+        if node is not None and (key in node.tasks) != (booking_of(task.status) is not None):
+            return False
+        self.changes.task(previous)
+        previous.pod = pod
+        previous.set_status(task.status)
+        previous.touched = False
+        del self.tasks[key]
+        self.tasks[key] = previous
+        self.pods[key] = pod
+        if entry is not None and ours:
+            del entry.tasks[key]
+            if not entry.tasks and entry.podgroup is None:
+                del self.jobs[task.job]
+                lone = GROUP_NAME_ANNOTATION not in pod.metadata.annotations
+                entry = self.jobs[task.job] = self._entry(None, lone_pod=lone)
+            entry.tasks[key] = previous
+        if node is not None and key in node.tasks:
+            node.requeue(previous)
+        self.generation += 1
+        return True
 
     def delete_pod(self, namespace: str, name: str) -> None:
         key = f"{namespace}/{name}"

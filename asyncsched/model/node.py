@@ -20,7 +20,7 @@ from asyncsched.model.resource import PODS, Resource
 from asyncsched.model.status import OCCUPYING_NODE, TaskStatus
 from asyncsched.model.task import TaskInfo
 
-__all__ = ["NodeFlags", "NodeInfo", "node_allocatable"]
+__all__ = ["NodeFlags", "NodeInfo", "booking_of", "node_allocatable"]
 
 
 def node_allocatable(node: Node) -> tuple[Resource, int]:
@@ -203,6 +203,12 @@ class NodeInfo(Tracked):
 
 _BOOKING = {TaskStatus.RELEASING: 1, TaskStatus.PIPELINED: 2}
 """How a status books a task on its node (``NodeTable.book``'s kind; others: 0, idle)."""
+
+
+def booking_of(status: TaskStatus) -> int | None:
+    """How a task of this status sits on its node's books (``NodeTable.book``'s kind), or
+    None when it sits on none: two statuses with the same answer book a task alike."""
+    return _BOOKING.get(status, 0) if status in OCCUPYING_NODE else None
 
 
 @dataclass(frozen=True)

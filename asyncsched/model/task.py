@@ -310,8 +310,11 @@ class TaskInfo(Tracked):
 
         Only ``status``, ``node_name`` and ``gpu_claim`` change after a copy is made (by the
         session, through the setters that mark it touched, or by the cache on its
-        own object), so these are all that can differ from a fresh copy.
+        own object), and ``pod`` when the cache takes a new version of the same pod into
+        its object (``ClusterCache.upsert_pod``), so these are all that can differ from a
+        fresh copy.
         """
+        self.pod = source.pod
         self.status = source.status
         self.node_name = source.node_name
         self.gpu_claim = source.gpu_claim

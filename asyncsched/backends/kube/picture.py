@@ -25,7 +25,7 @@ async def read_cluster(
     listing = await list_cluster(client)
     cache = ClusterCache(scheduler_names)
     skipped = list(listing.skipped)
-    kinds: list[tuple[str, Sequence[Any], Callable[[Any], None]]] = [
+    kinds: list[tuple[str, Sequence[Any], Callable[[Any], object]]] = [
         ("PriorityClass", listing.priority_classes, cache.upsert_priority_class),
         ("Queue", listing.queues, cache.upsert_queue),
         ("Node", listing.nodes, cache.upsert_node),

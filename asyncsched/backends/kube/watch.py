@@ -33,7 +33,6 @@ from asyncsched.backends.kube.kinds import (
 from asyncsched.backends.kube.metrics import Metrics
 from asyncsched.backends.kube.status import StatusWriter
 from asyncsched.cache import ClusterCache
-from asyncsched.model import TaskStatus
 from asyncsched.model.job import PodGroupPhase
 
 if TYPE_CHECKING:
@@ -159,19 +158,7 @@ class WatchHandlers:
         In a burst these updates are most of the pod events, and each woken
         session re-snapshots every pod while binds wait for the GIL.
         """
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-        before = self.cache.tasks.get(key)
-        self.cache.upsert_pod(pod)
-        after = self.cache.tasks.get(key)
-        if (
-            before is None
-            or after is None
-            or before.status not in _ON_NODE_ALIVE
-            or after.status not in _ON_NODE_ALIVE
-            or before.node_name != after.node_name
-            or before.resreq != after.resreq
-            or before.init_resreq != after.init_resreq
-        ):
+        if self.cache.upsert_pod(pod):
             self._wake("Pod")
 
     def _podgroup_upserted(self, podgroup: PodGroup) -> None:
@@ -289,7 +276,3 @@ def _reserves(podgroup: PodGroup | None) -> bool:
     return phase == PodGroupPhase.INQUEUE or (
         phase == PodGroupPhase.RUNNING and podgroup.spec.min_member == 0
     )
-
-
-_ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
-"""Statuses between which a pod's moves change nothing a session decides on."""

@@ -43,8 +43,6 @@ log = logging.getLogger(__name__)
 SCHEDULER = "scheduler"
 EVICTION_REFUSED = "EvictionRefused"
 """The reason of the Event a refused eviction gets."""
-_ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
-"""Statuses between which a pod's moves change nothing a session decides on."""
 
 
 class SimScheduler(Effects):
@@ -96,17 +94,7 @@ class SimScheduler(Effects):
             self.reasons.pop(key, None)  # a pod made again under this name is a new pod
             self.dirty = True
             return
-        before = cache.tasks.get(key)
-        cache.upsert_pod(pod)
-        after = cache.tasks.get(key)
-        if (
-            before is None
-            or after is None
-            or before.status not in _ON_NODE_ALIVE
-            or after.status not in _ON_NODE_ALIVE
-            or before.node_name != after.node_name
-            or before.job != after.job
-        ):
+        if cache.upsert_pod(pod):
             self.dirty = True
 
     def _node(self, change: WatchEvent) -> None:

@@ -154,17 +154,29 @@ def test_a_node_a_session_placed_on_is_made_current_in_place() -> None:
         assert list(second.nodes[name].tasks) == list(cache.nodes[name].tasks)
     _tasks(second)  # one copy of each task, wherever held
 
-    # A bound pod's new version (a new cache task: a new copy) and a deleted pod.
-    bound = next(key for key, task in second.jobs["q/g0"].tasks.items() if task.node_name)
+    # A bound pod's new version that only moves it from Binding to Running: the cache keeps
+    # its task object, so the copy is made current in place and carries the new pod.
+    bound, other = [key for key, task in second.jobs["q/g0"].tasks.items() if task.node_name]
     where = second.jobs["q/g0"].tasks[bound].node_name
-    cache.upsert_pod(pod(bound.split("/")[1], namespace="q", group="g0", node_name=where,
-                         phase="Running"))  # fmt: skip
+    running = pod(bound.split("/")[1], namespace="q", group="g0", node_name=where,
+                  phase="Running")  # fmt: skip
+    assert cache.upsert_pod(running) is False  # nothing a session decides on moved
+    # A bound pod's new version with other requests (a new cache task: a new copy), and a
+    # deleted pod.
+    there = second.jobs["q/g0"].tasks[other].node_name
+    resized = pod(other.split("/")[1], namespace="q", group="g0", node_name=there,
+                  phase="Running", cpu="2")  # fmt: skip
+    assert cache.upsert_pod(resized) is True
     gone = next(key for key, task in second.jobs["q/g1"].tasks.items() if task.node_name)
     cache.delete_pod("q", gone.split("/")[1])
     third = cache.snapshot()
     assert snapshot_differences(third, cache.trial_snapshot()) == []
     assert third.nodes[where].tasks[bound] is third.jobs["q/g0"].tasks[bound]
-    assert third.nodes[where].tasks[bound] is not second.jobs["q/g0"].tasks[bound]
+    assert third.nodes[where].tasks[bound] is second.jobs["q/g0"].tasks[bound]
+    assert third.jobs["q/g0"].tasks[bound].pod is running
+    assert third.jobs["q/g0"].tasks[bound].status is TaskStatus.RUNNING
+    assert third.nodes[there].tasks[other] is third.jobs["q/g0"].tasks[other]
+    assert third.nodes[there].tasks[other] is not second.jobs["q/g0"].tasks[other]
     assert all(gone not in info.tasks for info in third.nodes.values())
     _tasks(third)
 

@@ -1,0 +1,160 @@
+"""A pod's new version taken into the cache's own task object (``ClusterCache._restated``)
+leaves the cache exactly as replacing the task would: the same tasks, in the same orders
+(the cache's, each job's, each node's, the jobs' own), the same books, the same answer to
+"may a session decide otherwise", and snapshots equal to ones built from scratch.
+
+Generated histories of pod versions (new ones, and the last one again on the node the cache
+holds it on, as a bind's echo or a kubelet's report would bring it, sometimes with a new
+annotation, a deletion stamp or other requests), binds, failed binds, evictions and
+deletions run on two caches,
+one of them with restating turned off; after every step they must agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asyncsched.api import Pod
+from asyncsched.api.meta import ObjectMeta
+from asyncsched.cache import ClusterCache
+from asyncsched.model.snapshot import snapshot_differences
+from tests.builders import cache_of, node, pod, podgroup, queue
+
+NODES = ("n0", "n1", "n2")
+NAMES = ("a", "b", "c", "d")
+
+
+def _version(draw: st.DrawFn) -> Pod:
+    name = draw(st.sampled_from(NAMES))
+    built = pod(
+        name,
+        cpu=draw(st.sampled_from(["1", "1", "2"])),
+        group=draw(st.sampled_from([None, "g", "g", "h"])),
+        node_name=draw(st.sampled_from(["", *NODES])),
+        phase=draw(st.sampled_from(["Pending", "Running", "Running", "Succeeded", "Failed"])),
+        scheduler=draw(st.sampled_from(["volcano", "volcano", "default-scheduler"])),
+        annotations=draw(st.sampled_from([{}, {}, {"note": "x"}])),
+        created="2026-01-01T00:00:00Z",
+    )
+    if draw(st.booleans()) and draw(st.booleans()):
+        meta = ObjectMeta(
+            name=built.metadata.name,
+            namespace=built.metadata.namespace,
+            uid=built.metadata.uid,
+            annotations=built.metadata.annotations,
+            creation_timestamp=built.metadata.creation_timestamp,
+            deletion_timestamp="2026-01-01T00:01:00Z",
+        )
+        built = Pod(metadata=meta, spec=built.spec, status=built.status)
+    return built
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[tuple[str, Any]]:
+    steps: list[tuple[str, Any]] = []
+    for _ in range(draw(st.integers(1, 30))):
+        kind = draw(
+            st.sampled_from(["pod", "pod", "echo", "echo", "bind", "failed", "evict", "delete"])
+        )
+        if kind == "pod":
+            steps.append(("pod", _version(draw)))
+        elif kind == "echo":
+            name = draw(st.sampled_from(NAMES))
+            phase = draw(st.sampled_from(["Pending", "Running", "Succeeded"]))
+            change = draw(st.sampled_from(["", "", "note", "cpu", "deleting"]))
+            steps.append(("echo", (name, phase, change)))
+        elif kind == "bind":
+            steps.append(("bind", (draw(st.sampled_from(NAMES)), draw(st.sampled_from(NODES)))))
+        else:
+            steps.append((kind, draw(st.sampled_from(NAMES))))
+    return steps
+
+
+def _fresh() -> ClusterCache:
+    return cache_of(
+        queue("default"), *[node(n, cpu="4") for n in NODES], podgroup("g", 2), podgroup("h", 1)
+    )
+
+
+def _apply(cache: ClusterCache, step: tuple[str, Any]) -> object:
+    kind, arg = step
+    if kind == "pod":
+        return cache.upsert_pod(arg)
+    if kind == "echo":  # the last version again, on the node the cache holds it on
+        name, phase, change = arg
+        last, task = cache.pods.get(f"default/{name}"), cache.tasks.get(f"default/{name}")
+        if last is None or task is None:
+            return None
+        meta, spec = last.metadata, msgspec.structs.replace(last.spec, node_name=task.node_name)
+        if change == "note":
+            meta = msgspec.structs.replace(meta, annotations={**meta.annotations, "seen": phase})
+        elif change == "deleting":
+            meta = msgspec.structs.replace(meta, deletion_timestamp="2026-01-01T00:01:00Z")
+        elif change == "cpu":  # resized in place
+            resized = pod(name, cpu="3", group=None).spec.containers
+            spec = msgspec.structs.replace(spec, containers=resized)
+        status = msgspec.structs.replace(last.status, phase=phase)
+        return cache.upsert_pod(
+            msgspec.structs.replace(last, metadata=meta, spec=spec, status=status)
+        )
+    if kind == "bind":
+        return cache.mark_binding(f"default/{arg[0]}", arg[1])
+    if kind == "evict":
+        return cache.mark_releasing(f"default/{arg}")
+    if kind == "failed":
+        return cache.bind_failed(f"default/{arg}")
+    return cache.delete_pod("default", arg)
+
+
+def _state(cache: ClusterCache) -> object:
+    def task(t: Any) -> tuple[object, ...]:
+        return (t.uid, t.job, t.status, t.node_name, t.resreq, t.pod, t.gpu_claim, t.role)
+
+    return (
+        [task(t) for t in cache.tasks.values()],
+        list(cache.pods.items()),
+        [(k, e.seq, e.lone_pod, list(e.tasks)) for k, e in cache.jobs.items()],
+        {
+            n: (list(info.tasks), info.idle, info.used, info.releasing)
+            for n, info in cache.nodes.items()
+        },
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_restating_a_pod_leaves_the_cache_as_replacing_its_task_would(
+    history: list[tuple[str, Any]],
+) -> None:
+    restating, replacing = _fresh(), _fresh()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replacing, "_restated", lambda *_: False)
+        restating.snapshot()
+        for step in history:
+            assert _apply(restating, step) == _apply(replacing, step), step
+            assert _state(restating) == _state(replacing), step
+            snapshot = restating.snapshot()
+            assert snapshot_differences(snapshot, restating.trial_snapshot()) == [], step
+
+
+def test_a_bind_coming_back_keeps_the_cache_task_and_its_copy() -> None:
+    cache = _fresh()
+    cache.upsert_pod(pod("a", group="g"))
+    cache.upsert_pod(pod("b", group="g"))
+    cache.snapshot()
+    assert cache.mark_binding("default/a", "n0")
+    task = cache.tasks["default/a"]
+    second = cache.snapshot()
+    assert cache.upsert_pod(pod("a", group="g", node_name="n0")) is False
+    assert cache.tasks["default/a"] is task
+    third = cache.snapshot()
+    assert third.jobs["default/g"].tasks["default/a"] is second.jobs["default/g"].tasks["default/a"]
+    assert third.jobs["default/g"].tasks["default/a"].pod.spec.node_name == "n0"
+    # Moving to another node is a new task, and a session may decide otherwise.
+    assert cache.upsert_pod(pod("a", group="g", node_name="n1", phase="Running")) is True
+    assert cache.tasks["default/a"] is not task

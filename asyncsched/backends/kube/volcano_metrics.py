@@ -109,6 +109,9 @@ class VolcanoMetrics:
         )
         self._placed_jobs: dict[str, tuple[str, str, str]] = {}
         self._retried: set[str] = set()
+        # Observed once per bind: the labelled series looked up once (a lookup takes a lock).
+        self._bound_latency = self.task_latency.labels("Bound")
+        self._bind_stage = self.stage.labels("Bind")
 
     def jobs_placed(self, jobs: list[JobInfo], now: float) -> None:
         """One entry per task placed this session, by its job: Volcano observes the job's
@@ -134,8 +137,8 @@ class VolcanoMetrics:
             self.job_retries.remove(job)
 
     def task_bound(self, created: float, now: float, bind_ms: float) -> None:
-        self.task_latency.labels("Bound").observe(max(0.0, now - created) * 1000.0)
-        self.stage.labels("Bind").observe(bind_ms)
+        self._bound_latency.observe(max(0.0, now - created) * 1000.0)
+        self._bind_stage.observe(bind_ms)
 
     def observe(self, result: SessionResult, snapshot_ms: float) -> None:
         timings = result.timings

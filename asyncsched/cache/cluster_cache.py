@@ -190,7 +190,8 @@ class ClusterCache:
         made anew) moves as the remove and add of ``upsert_pod`` move it, so nothing a
         session reads differs; the next snapshot then makes its copy current in place
         rather than copying the task, and with it its job and its node's task list, anew.
-        Pods holding GPU cards take the general path (the cards' books keep an order too).
+        Pods holding GPU cards take the general path (the cards' books keep an order too),
+        and so does a pod made again under the same name (another uid): a new pod.
         """
         if not (
             previous.node_name == task.node_name
@@ -201,7 +202,7 @@ class ClusterCache:
             and task.gpu_request is None
             and previous.gpu_claim is None
             and task.gpu_claim is None
-            and previous.uid == task.uid
+            and previous.pod.metadata.uid == task.pod.metadata.uid
             and previous.role == task.role
             and previous.preemptable == task.preemptable
             and previous.creation == task.creation

@@ -155,6 +155,14 @@ def test_a_bind_coming_back_keeps_the_cache_task_and_its_copy() -> None:
     third = cache.snapshot()
     assert third.jobs["default/g"].tasks["default/a"] is second.jobs["default/g"].tasks["default/a"]
     assert third.jobs["default/g"].tasks["default/a"].pod.spec.node_name == "n0"
+    # A pod made again under the same name (another uid, the deletion missed) is a new task.
+    again = pod("a", group="g", node_name="n0")
+    again = msgspec.structs.replace(
+        again, metadata=msgspec.structs.replace(again.metadata, uid="another")
+    )
+    assert cache.upsert_pod(again) is False
+    assert cache.tasks["default/a"] is not task
+    task = cache.tasks["default/a"]
     # Moving to another node is a new task, and a session may decide otherwise.
     assert cache.upsert_pod(pod("a", group="g", node_name="n1", phase="Running")) is True
     assert cache.tasks["default/a"] is not task

@@ -1172,21 +1172,23 @@ def _round_plans(
         external = CommandScheduler(
             Path(argv[0]).name, argv, bed, args.scheduler_name, bed.dir / "external.log"
         )
-        shaped = ([] if args.gang_only else [(external, 1)]) + (
-            [(external, args.gang)] if args.gang > 1 else []
-        )
-        plans += shaped[::-1] if round_ % 2 else shaped
+        plans += [(external, gang) for gang in _shapes(args, round_)]
     else:
         profile = bed.dir if args.profile else None
-        shapes = ([] if args.gang_only else [1]) + ([args.gang] if args.gang > 1 else [])
-        if round_ % 2:  # the bed slows as runs pile up: each shape goes first every other round
-            shapes.reverse()
-        for gang in shapes:
+        for gang in _shapes(args, round_):
             log_path = bed.dir / f"asyncsched-r{round_}-gang{gang}.log"
             plans.append((AsyncSched(kubeconfig, log_path, args.scheduler_name, profile), gang))
     if args.ceiling and len(plans) > 1:
         plans.append((minimal_binder(bed, "minimal-binder"), 1))
     return plans
+
+
+def _shapes(args: argparse.Namespace, round_: int) -> list[int]:
+    """The scheduler's runs of one round by gang size: plain pods (1) unless ``--gang-only``,
+    then PodGroups of ``--gang``; the other way round every other round, since the bed slows
+    as runs pile up."""
+    shapes = ([] if args.gang_only else [1]) + ([args.gang] if args.gang > 1 else [])
+    return shapes[::-1] if round_ % 2 else shapes
 
 
 def _read_against_ceiling(measured: list[dict[str, Any]]) -> None:

@@ -186,10 +186,14 @@ class ClusterCache:
     def _restated(self, key: str, previous: TaskInfo, task: TaskInfo) -> bool:
         """Take a new version of a pod into the cache's task object itself when only its
         pod and status moved, within one booking on the same node; False (nothing done)
-        otherwise. Every order (the cache's tasks, the job's, the node's; a lone pod's job
-        made anew) moves as the remove and add of ``upsert_pod`` move it, so nothing a
-        session reads differs; the next snapshot then makes its copy current in place
-        rather than copying the task, and with it its job and its node's task list, anew.
+        otherwise. The cache's tasks, the job's and the node's move as the remove and add
+        of ``upsert_pod`` move them. A job entry is kept where that remove would have
+        emptied it and the add made it anew (a lone pod's own job): it keeps its place
+        among the jobs, where the general path moves it to the end. No decision reads that
+        place (every order of jobs ends in creation and uid; sessions on both decide the
+        same: ``tests/unit/cache/test_restated_pods.py``);
+        keeping it lets the next snapshot make the job current in place rather than build
+        it anew and move it. The next snapshot makes the task's copy current in place too.
         Pods holding GPU cards take the general path (the cards' books keep an order too),
         and so does a pod made again under the same name (another uid): a new pod.
         """
@@ -207,6 +211,8 @@ class ClusterCache:
             and previous.preemptable == task.preemptable
             and previous.creation == task.creation
             and previous.priority == task.priority
+            and previous.pod.spec.priority == task.pod.spec.priority
+            and previous.pod.spec.priority_class_name == task.pod.spec.priority_class_name
             and booking_of(previous.status) == booking_of(task.status)
         ):
             return False
@@ -215,9 +221,16 @@ class ClusterCache:
         ours = self.is_ours(pod)
         if ours != (entry is not None and key in entry.tasks):
             return False
+        if (
+            entry is not None
+            and entry.podgroup is None
+            and entry.lone_pod != (GROUP_NAME_ANNOTATION not in pod.metadata.annotations)
+        ):
+            return False
         node = self.nodes.get(task.node_name)
         if node is not None and (key in node.tasks) != (booking_of(task.status) is not None):
             return False
+        key = previous.uid  # the very key object the job copies hold (``_resorted``)
         self.changes.task(previous)
         previous.pod = pod
         previous.set_status(task.status)
@@ -227,10 +240,6 @@ class ClusterCache:
         self.pods[key] = pod
         if entry is not None and ours:
             del entry.tasks[key]
-            if not entry.tasks and entry.podgroup is None:
-                del self.jobs[task.job]
-                lone = GROUP_NAME_ANNOTATION not in pod.metadata.annotations
-                entry = self.jobs[task.job] = self._entry(None, lone_pod=lone)
             entry.tasks[key] = previous
         if node is not None and key in node.tasks:
             node.requeue(previous)

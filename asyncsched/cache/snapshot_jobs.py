@@ -71,40 +71,64 @@ class JobCopies:
         task_keys: set[str] | list[str],
     ) -> JobInfo | None:
         """The last snapshot's JobInfo made current in place, when only its phase or
-        PodGroup object can differ from a fresh copy: same entry, same gang rules, and none
-        of its tasks copied again (a session changes a task only through setters that mark
-        it touched, so every task it changed is copied again). Enqueue admitting a waiting
-        job, and the status the shell writes for it, change nothing else; re-adding its
-        tasks to an empty copy is most of what copying such a job costs. None: copy it."""
+        PodGroup object can differ from a fresh copy: same entry, same gang rules (a lone
+        pod's job: the same fields read from its pod), and its tasks either not copied
+        again or sorted as a fresh copy would sort them (``_resorted``; a session changes a
+        task only through setters that mark it touched, so every task it changed is copied
+        again). Enqueue admitting a waiting job, the status the shell writes for it, and a
+        lone pod's bind coming back change nothing else; re-adding its tasks to an empty
+        copy is most of what copying such a job costs. None: copy it."""
         handed = self.handed
         old = handed.jobs.get(key)
         pg = entry.podgroup
         if (
             old is None
-            or pg is None
             or handed.seqs.get(key) != entry.seq
             or old.queue not in queues
             or len(old.tasks) != len(entry.tasks)
         ):
             return None
-        kept = handed.templates.get(key)
-        if kept is None or self._template(key, pg) is not kept.job:
-            return None  # new gang rules (or a new priority): a copy from the new template
+        if pg is None:
+            if not self._same_lone_job(old, entry):
+                return None
+        else:
+            kept = handed.templates.get(key)
+            if kept is None or self._template(key, pg) is not kept.job:
+                return None  # new gang rules (or a new priority): a copy from the new template
         if any(task_key in task_keys for task_key in entry.tasks) and not self._resorted(
             key, old, entry
         ):
             return None
-        old.reset_to(pg.status.phase or PodGroupPhase.PENDING, pg)
+        old.reset_to(
+            PodGroupPhase.INQUEUE if pg is None else (pg.status.phase or PodGroupPhase.PENDING), pg
+        )
         return old
+
+    def _same_lone_job(self, old: JobInfo, entry: JobEntry) -> bool:
+        """Would ``_lone_job`` make a job with ``old``'s fields from this entry now?"""
+        if not entry.lone_pod or not entry.tasks or old.podgroup is not None:
+            return False
+        task = next(iter(entry.tasks.values()))
+        pod = task.pod
+        return (
+            old.name == task.name
+            and old.namespace == task.namespace
+            and old.queue == pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
+            and old.priority == self._priority_of_pod(task)
+            and old.priority_class == pod.spec.priority_class_name
+            and old.creation == task.creation
+        )
 
     def _resorted(self, key: str, old: JobInfo, entry: JobEntry) -> bool:
         """Can a job whose tasks were copied again keep its books, as a fresh copy would
         build them? Yes when it still holds the very task copies (none dropped or replaced:
         those made current in place), under the cache entry's keys in the same order, and
-        they all sit in one status bucket, in that order, with the status each has now: a
-        fresh copy adds the same tasks in the same order to one bucket. Its counts are
-        then added up again over that bucket as ``add_task`` adds them. The usual case: a
-        gang placed whole, whose tasks the session and then the cache moved to Binding.
+        they all sit in one status bucket, in that order, and all have one status now (the
+        bucket's, or all moved to another): a fresh copy adds the same tasks in the same
+        order to one bucket of that status. Its counts are then added up again over that
+        bucket as ``add_task`` adds them. The usual cases: a gang placed whole, whose tasks
+        the session and then the cache moved to Binding, and then its binds coming back
+        as Bound; a lone pod's bind coming back.
         """
         if key in self.replaced_jobs:
             return False
@@ -114,9 +138,10 @@ class JobCopies:
         buckets = [(status, bucket) for status, bucket in old.by_status.items() if bucket]
         if len(buckets) != 1:
             return False
-        status, bucket = buckets[0]
+        bucket = buckets[0][1]
         if len(bucket) != len(held) or not all(map(same, bucket, held)):
             return False
+        status = next(iter(bucket.values())).status
         allocated, best_effort = Resource(), 0
         counts_allocated = status in ALLOCATED
         for task in bucket.values():

@@ -143,8 +143,10 @@ def test_snapshots_copy_only_changed_tasks() -> None:
     for name in ("a", "b", "c"):
         assert task(third, name).status is TaskStatus.PENDING
         assert task(third, name).node_name == ""
-    # the session moved it: its copy is made current again, and its job copied anew
-    assert third.jobs["default/a"] is not second.jobs["default/a"]
+    # the session moved it: its copy is made current again, and its job sorted it back
+    job_a = third.jobs["default/a"]
+    assert job_a.by_status == {TaskStatus.PENDING: {"default/a": task(third, "a")}}
+    assert (job_a.n_allocated, job_a.n_ready, job_a.allocated.get("cpu")) == (0, 0, 0)
     assert third.jobs["default/c"] is second.jobs["default/c"]  # untouched by anyone: shared
     assert task(third, "c") is task(second, "c")
 

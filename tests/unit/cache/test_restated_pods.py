@@ -1,7 +1,10 @@
 """A pod's new version taken into the cache's own task object (``ClusterCache._restated``)
-leaves the cache exactly as replacing the task would: the same tasks, in the same orders
-(the cache's, each job's, each node's, the jobs' own), the same books, the same answer to
-"may a session decide otherwise", and snapshots equal to ones built from scratch.
+leaves the cache as replacing the task would: the same tasks, in the same orders (the
+cache's, each job's, each node's), the same jobs, the same books, the same answer to "may a
+session decide otherwise", and snapshots equal to ones built from scratch. Only the place
+of a lone pod's job among the jobs may differ (restating keeps it, replacing moves it to
+the end); that no decision reads it is checked on simulated runs in
+``tests/scenarios/properties/test_restating.py``.
 
 Generated histories of pod versions (new ones, and the last one again on the node the cache
 holds it on, as a bind's echo or a kubelet's report would bring it, sometimes with a new
@@ -12,6 +15,8 @@ one of them with restating turned off; after every step they must agree.
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -21,12 +26,15 @@ from hypothesis import strategies as st
 
 from asyncsched.api import Pod
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.backends.config_source import ConfigSource
 from asyncsched.cache import ClusterCache
+from asyncsched.cache.snapshot_jobs import QUEUE_NAME_ANNOTATION
+from asyncsched.framework import Registry, SessionResult, run_session
 from asyncsched.model.snapshot import snapshot_differences
 from tests.builders import cache_of, node, pod, podgroup, queue
 
 NODES = ("n0", "n1", "n2")
-NAMES = ("a", "b", "c", "d")
+NAMES = ("a", "b", "c", "d", "e", "f")
 
 
 def _version(draw: st.DrawFn) -> Pod:
@@ -39,6 +47,7 @@ def _version(draw: st.DrawFn) -> Pod:
         phase=draw(st.sampled_from(["Pending", "Running", "Running", "Succeeded", "Failed"])),
         scheduler=draw(st.sampled_from(["volcano", "volcano", "default-scheduler"])),
         annotations=draw(st.sampled_from([{}, {}, {"note": "x"}])),
+        priority=draw(st.sampled_from([None, None, 10, 1000])),
         created="2026-01-01T00:00:00Z",
     )
     if draw(st.booleans()) and draw(st.booleans()):
@@ -66,7 +75,7 @@ def histories(draw: st.DrawFn) -> list[tuple[str, Any]]:
         elif kind == "echo":
             name = draw(st.sampled_from(NAMES))
             phase = draw(st.sampled_from(["Pending", "Running", "Succeeded"]))
-            change = draw(st.sampled_from(["", "", "note", "cpu", "deleting"]))
+            change = draw(st.sampled_from(["", "", "note", "queue", "cpu", "deleting"]))
             steps.append(("echo", (name, phase, change)))
         elif kind == "bind":
             steps.append(("bind", (draw(st.sampled_from(NAMES)), draw(st.sampled_from(NODES)))))
@@ -77,7 +86,11 @@ def histories(draw: st.DrawFn) -> list[tuple[str, Any]]:
 
 def _fresh() -> ClusterCache:
     return cache_of(
-        queue("default"), *[node(n, cpu="4") for n in NODES], podgroup("g", 2), podgroup("h", 1)
+        queue("default"),
+        queue("other"),
+        *[node(n, cpu="4") for n in NODES],
+        podgroup("g", 2),
+        podgroup("h", 1),
     )
 
 
@@ -93,6 +106,9 @@ def _apply(cache: ClusterCache, step: tuple[str, Any]) -> object:
         meta, spec = last.metadata, msgspec.structs.replace(last.spec, node_name=task.node_name)
         if change == "note":
             meta = msgspec.structs.replace(meta, annotations={**meta.annotations, "seen": phase})
+        elif change == "queue":  # a lone pod's job changes queue
+            moved = {**meta.annotations, QUEUE_NAME_ANNOTATION: "other"}
+            meta = msgspec.structs.replace(meta, annotations=moved)
         elif change == "deleting":
             meta = msgspec.structs.replace(meta, deletion_timestamp="2026-01-01T00:01:00Z")
         elif change == "cpu":  # resized in place
@@ -118,11 +134,76 @@ def _state(cache: ClusterCache) -> object:
     return (
         [task(t) for t in cache.tasks.values()],
         list(cache.pods.items()),
-        [(k, e.seq, e.lone_pod, list(e.tasks)) for k, e in cache.jobs.items()],
+        {k: (e.lone_pod, list(e.tasks)) for k, e in cache.jobs.items()},
         {
             n: (list(info.tasks), info.idle, info.used, info.releasing)
             for n, info in cache.nodes.items()
         },
+    )
+
+
+@st.composite
+def contended_histories(draw: st.DrawFn) -> list[tuple[str, Any]]:
+    """Lone pods mostly, more than the nodes hold, and their versions echoed back often:
+    the steps after which restating and replacing list jobs in different orders."""
+    steps: list[tuple[str, Any]] = []
+    for _ in range(draw(st.integers(4, 40))):
+        kind = draw(st.sampled_from(["pod", "pod", "echo", "echo", "echo", "bind", "delete"]))
+        name = draw(st.sampled_from(NAMES))
+        if kind == "pod":
+            built = pod(
+                name,
+                cpu=draw(st.sampled_from(["2", "2", "3"])),
+                group=draw(st.sampled_from([None, None, None, "g"])),
+                node_name=draw(st.sampled_from(["", "", *NODES])),
+                phase=draw(st.sampled_from(["Pending", "Running"])),
+                priority=draw(st.sampled_from([None, None, 1000])),
+                created="2026-01-01T00:00:00Z",
+            )
+            steps.append(("pod", built))
+        elif kind == "echo":
+            steps.append(("echo", (name, draw(st.sampled_from(["Pending", "Running"])), "note")))
+        elif kind == "bind":
+            steps.append(("bind", (name, draw(st.sampled_from(NODES)))))
+        else:
+            steps.append((kind, name))
+    return steps
+
+
+SESSION_CONFIGS = ("default", "preempt-config.yaml", "volcano-reclaim-config.yaml")
+
+
+@settings(max_examples=150, deadline=None)
+@given(contended_histories(), st.sampled_from(SESSION_CONFIGS))
+def test_sessions_decide_the_same_on_restated_and_replaced_pods(
+    history: list[tuple[str, Any]], config: str
+) -> None:
+    """Restating keeps a lone pod's job in its place among the snapshot's jobs where
+    replacing moves it to the end: the sessions on both decide and report the same."""
+    folder = Path(__file__).parents[2] / "scenarios" / "yaml"
+    loaded = ConfigSource(Registry(), None if config == "default" else folder / config).current
+    restating, replacing = _fresh(), _fresh()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replacing, "_restated", lambda *_: False)
+        for step in history:
+            _apply(restating, step)
+            _apply(replacing, step)
+            kept, moved = restating.snapshot(), replacing.snapshot()
+            assert sorted(kept.jobs) == sorted(moved.jobs), step
+            decided, _ = run_session(kept, loaded)
+            expected, _ = run_session(moved, loaded)
+            assert _in_report_order(decided) == _in_report_order(expected), step
+
+
+def _in_report_order(result: SessionResult) -> SessionResult:
+    """The decisions as they are (binds and evictions in the order they are carried out);
+    what is only reported (PodGroup conditions, why tasks wait, gauges), which a shell
+    writes per object, sorted."""
+    return dataclasses.replace(
+        result,
+        podgroups=sorted(result.podgroups, key=repr),
+        unschedulable=sorted(result.unschedulable, key=repr),
+        plugin_gauges=sorted(result.plugin_gauges, key=repr),
     )
 
 
@@ -138,6 +219,9 @@ def test_restating_a_pod_leaves_the_cache_as_replacing_its_task_would(
         for step in history:
             assert _apply(restating, step) == _apply(replacing, step), step
             assert _state(restating) == _state(replacing), step
+            for cache in (restating, replacing):
+                seqs = [entry.seq for entry in cache.jobs.values()]
+                assert seqs == sorted(seqs), step  # snapshots list jobs in this order
             snapshot = restating.snapshot()
             assert snapshot_differences(snapshot, restating.trial_snapshot()) == [], step
 
@@ -166,3 +250,24 @@ def test_a_bind_coming_back_keeps_the_cache_task_and_its_copy() -> None:
     # Moving to another node is a new task, and a session may decide otherwise.
     assert cache.upsert_pod(pod("a", group="g", node_name="n1", phase="Running")) is True
     assert cache.tasks["default/a"] is not task
+
+
+def test_a_lone_pods_bind_coming_back_keeps_its_job_in_place() -> None:
+    cache = _fresh()
+    cache.upsert_pod(pod("a"))
+    cache.upsert_pod(pod("b"))
+    cache.snapshot()
+    assert cache.mark_binding("default/a", "n0")
+    second = cache.snapshot()
+    assert cache.upsert_pod(pod("a", node_name="n0")) is False
+    third = cache.snapshot()
+    assert list(third.jobs)[-2:] == ["default/a", "default/b"]  # not moved to the end
+    assert third.jobs["default/a"] is second.jobs["default/a"]  # made current in place
+    assert third.jobs["default/a"].tasks["default/a"].pod.spec.node_name == "n0"
+    # Its pod moved to another queue: a job copied anew, in the other queue.
+    moved = pod("a", node_name="n0", phase="Running")
+    meta = msgspec.structs.replace(moved.metadata, annotations={QUEUE_NAME_ANNOTATION: "other"})
+    cache.upsert_pod(msgspec.structs.replace(moved, metadata=meta))
+    fourth = cache.snapshot()
+    assert fourth.jobs["default/a"] is not third.jobs["default/a"]
+    assert fourth.jobs["default/a"].queue == "other"

@@ -29,13 +29,12 @@ from asyncsched.model.gcpause import freeze_young, gc_paused
 from asyncsched.model.gpu_claims import GpuClaim, pod_gpu_claim, pod_gpu_request
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 from asyncsched.model.node import booking_of
+from asyncsched.model.status import ALIVE_ON_NODE
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]
 
 DEFAULT_SCHEDULER_NAMES = ("volcano", "asyncsched")
 _EVICTABLE = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
-_ON_NODE_ALIVE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
-"""Statuses between which a pod's moves change nothing a session decides on."""
 
 
 class ClusterCache:
@@ -157,8 +156,8 @@ class ClusterCache:
             task.set_status(TaskStatus.RELEASING)
         decides = (
             previous is None
-            or previous.status not in _ON_NODE_ALIVE
-            or task.status not in _ON_NODE_ALIVE
+            or previous.status not in ALIVE_ON_NODE
+            or task.status not in ALIVE_ON_NODE
             or previous.node_name != task.node_name
             or previous.job != task.job
             or previous.resreq != task.resreq

@@ -42,6 +42,7 @@ from asyncsched.model import (
 from asyncsched.model.books import SettledTotals
 from asyncsched.model.journal import Journal
 from asyncsched.model.snapshot import SnapshotReuseError, snapshot_differences
+from asyncsched.model.status import ALIVE_ON_NODE
 from asyncsched.model.task import has_pod_rules
 
 if TYPE_CHECKING:
@@ -80,6 +81,21 @@ class Snapshots:
         """A snapshot built from scratch that shares nothing with the incremental ones and
         leaves the cache's change log alone: for trials that change it."""
         return _Build(cache, Handed(), [], now).run(full=True)
+
+
+def _alive(job: JobInfo) -> bool:
+    """Every task of the job alive on its node (Binding, Bound or Running).
+
+    A settled lone pod's job made current in place (a bind coming back, the kubelet's
+    reports) with its task alive would be found settled again by the next session, with
+    the same part in its queue's totals, so it stays settled rather than join the next
+    session's active jobs and settle again. Its task was Binding, Bound, Running or
+    Succeeded when it settled (ready, nothing waiting) and kept its booking on the node
+    since (``ClusterCache._restated``; Succeeded books none): alive now, it was alive then,
+    allocated with the same requests. None waits, and a lone job writes no status. Jobs
+    with a PodGroup report their running counts, so they join.
+    """
+    return all(status in ALIVE_ON_NODE for status, tasks in job.by_status.items() if tasks)
 
 
 def _totals_differences(snapshot: ClusterSnapshot) -> list[str]:
@@ -145,13 +161,20 @@ class _Build(JobCopies, NodeCopies):
 
         queues = self._queues()
         added: dict[str, JobInfo] = {}
+        still_settled: set[str] = set()
         for key in job_keys:
-            self._unsettle(key)
             entry = cache.jobs.get(key)
+            settled = handed.settled.get(key)
+            memo = settled.settled_under if settled is not None else None
             if entry is None:
                 job = None
             elif full or (job := self._refreshed(key, entry, queues, task_keys)) is None:
                 job = self._job(key, entry, queues)
+            elif job is settled and entry.podgroup is None and _alive(job):
+                job.settled_under = memo  # see _alive
+                still_settled.add(key)
+                continue
+            self._unsettle(key)
             if job is None:
                 handed.seqs.pop(key, None)
                 if handed.jobs.pop(key, None) is not None:
@@ -161,7 +184,7 @@ class _Build(JobCopies, NodeCopies):
             else:
                 added[key] = job
         self._add_jobs(added)
-        self._partition(job_keys)
+        self._partition([key for key in job_keys if key not in still_settled])
 
         table = self._nodes(node_names, full or changes.node_set)
         if handed.flags is None or full or changes.node_objects or changes.node_set:

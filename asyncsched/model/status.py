@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["ALLOCATED", "OCCUPYING_NODE", "READY", "TaskStatus", "status_of_pod"]
+__all__ = ["ALIVE_ON_NODE", "ALLOCATED", "OCCUPYING_NODE", "READY", "TaskStatus", "status_of_pod"]
 
 
 class TaskStatus(enum.Enum):
@@ -38,6 +38,10 @@ READY = ALLOCATED | {TaskStatus.SUCCEEDED}
 
 OCCUPYING_NODE = ALLOCATED | {TaskStatus.RELEASING, TaskStatus.PIPELINED, TaskStatus.UNKNOWN}
 """Statuses of tasks that sit on a node's books."""
+
+ALIVE_ON_NODE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+"""Placed and alive: moves between these (a bind coming back, the kubelet's reports) change
+nothing a session decides on."""
 
 
 def status_of_pod(phase: str, node_name: str, deleting: bool) -> TaskStatus:

@@ -156,13 +156,14 @@ def contended_histories(draw: st.DrawFn) -> list[tuple[str, Any]]:
                 cpu=draw(st.sampled_from(["2", "2", "3"])),
                 group=draw(st.sampled_from([None, None, None, "g"])),
                 node_name=draw(st.sampled_from(["", "", *NODES])),
-                phase=draw(st.sampled_from(["Pending", "Running"])),
+                phase=draw(st.sampled_from(["Pending", "Running", "Succeeded"])),
                 priority=draw(st.sampled_from([None, None, 1000])),
                 created="2026-01-01T00:00:00Z",
             )
             steps.append(("pod", built))
         elif kind == "echo":
-            steps.append(("echo", (name, draw(st.sampled_from(["Pending", "Running"])), "note")))
+            phase = draw(st.sampled_from(["Pending", "Running", "Succeeded", "Failed", "Unknown"]))
+            steps.append(("echo", (name, phase, "note")))
         elif kind == "bind":
             steps.append(("bind", (name, draw(st.sampled_from(NODES)))))
         else:

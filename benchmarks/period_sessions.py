@@ -55,7 +55,8 @@ BUDGET = 10000
 def _session(cache: ClusterCache, loaded: LoadedConfiguration, n: int) -> tuple[int, float]:
     """One session as the kube shell runs it; (binds, CPU seconds)."""
     began = time.process_time()
-    result, _ = run_session(cache.snapshot(now=float(n)), loaded, uid=f"s{n}", budget=BUDGET)
+    snapshot = cache.snapshot(now=float(n), configuration=loaded.configuration)  # as the shells
+    result, _ = run_session(snapshot, loaded, uid=f"s{n}", budget=BUDGET)
     for bind in result.binds:
         cache.mark_binding(bind.uid, bind.node)
     return len(result.binds), time.process_time() - began

@@ -288,7 +288,8 @@ def main() -> None:
     for n in range(args.max_sessions):
         began = time.perf_counter()
         cpu_began = time.process_time()
-        snapshot = cache.snapshot(freeze=n == 0)  # as the scheduler does with its first
+        # as the scheduler does: frozen with its first, and naming the session's configuration
+        snapshot = cache.snapshot(freeze=n == 0, configuration=loaded.configuration)
         result, _ = run_session(snapshot, loaded, uid=f"s{n}", budget=args.session_budget)
         for update in result.podgroups:
             cache.set_podgroup_status(update.job, written_status(update))

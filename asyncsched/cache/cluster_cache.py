@@ -463,7 +463,9 @@ class ClusterCache:
 
     # -- snapshot --------------------------------------------------------------
 
-    def snapshot(self, now: float = 0.0, freeze: bool = False) -> ClusterSnapshot:
+    def snapshot(
+        self, now: float = 0.0, freeze: bool = False, configuration: object | None = None
+    ) -> ClusterSnapshot:
         """A copy for one session: compact node table, cloned tasks, resolved priorities.
 
         Incremental: what neither the cache nor the previous session changed is
@@ -472,9 +474,12 @@ class ClusterCache:
         ``freeze``: put what is alive afterwards out of the cyclic collector's reach
         before it runs (``gcpause.freeze_young``); a scheduler asks it once, for its first
         snapshot, whose copies of every task live as long as the cache.
+        ``configuration``: the one the session on this snapshot runs under, when the
+        caller says: jobs whose verdict is known without a session settle under it
+        (``asyncsched.cache.snapshot_jobs.alive_lone_job``).
         """
         with gc_paused():
-            snapshot = self._snapshots.take(self, now)
+            snapshot = self._snapshots.take(self, now, configuration)
             if freeze:
                 freeze_young()
             return snapshot

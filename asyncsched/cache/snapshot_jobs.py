@@ -17,16 +17,34 @@ from asyncsched.cache.changes import JobEntry
 from asyncsched.cache.handed import Handed, Template
 from asyncsched.model import JobInfo, PodGroupPhase, QueueInfo, Resource, TaskInfo
 from asyncsched.model.books import SettledTotals
-from asyncsched.model.status import ALLOCATED, READY, TaskStatus
+from asyncsched.model.status import ALIVE_ON_NODE, ALLOCATED, READY, TaskStatus
 
 if TYPE_CHECKING:
     from asyncsched.cache.cluster_cache import ClusterCache
 
-__all__ = ["QUEUE_NAME_ANNOTATION", "JobCopies"]
+__all__ = ["QUEUE_NAME_ANNOTATION", "JobCopies", "alive_lone_job"]
 
 log = logging.getLogger("asyncsched.cache.snapshots")  # as before: `simulate` filters it
 
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+def alive_lone_job(job: JobInfo) -> bool:
+    """A lone pod's job (no PodGroup) whose every task is alive on its node (Binding,
+    Bound or Running): a session would find it settled, whatever the rest of the cluster
+    does. Nothing in it waits, a lone job writes no status, and it is never deferred, so
+    the session's verdict (``asyncsched.framework.cycle._settled``) is known without it.
+
+    Such a job settles when copied (``_partition``), and a settled one made current in
+    place stays settled without leaving and re-entering its queue's totals: its task was
+    Binding, Bound, Running or Succeeded when it settled (ready, nothing waiting) and kept
+    its booking on the node since (``ClusterCache._restated``; Succeeded books none), so
+    alive now, it was alive then, allocated with the same requests. Jobs with a PodGroup
+    report their running counts: a session decides when they settle.
+    """
+    if job.podgroup is not None or job.touched:
+        return False
+    return all(status in ALIVE_ON_NODE for status, tasks in job.by_status.items() if tasks)
 
 
 class JobCopies:
@@ -37,6 +55,7 @@ class JobCopies:
     priorities: dict[str, int]
     default_priority: int
     replaced_jobs: set[str]
+    configuration: object | None
 
     if TYPE_CHECKING:  # the build's (_Build)
 
@@ -223,10 +242,15 @@ class JobCopies:
 
     def _partition(self, copied: set[str] | list[str]) -> None:
         """Jobs copied again are active; an active job handed out again unchanged becomes
-        settled when the last session said so (under the same configuration as the rest)."""
+        settled when the last session said so (under the same configuration as the rest).
+        A lone pod's job copied again settles at once when a session would find it so
+        (``alive_lone_job``), under the configuration the caller named for the next
+        session."""
         handed = self.handed
         copied = set(copied)
-        active = {key for key in copied if key in handed.jobs}
+        if not handed.settled:
+            handed.token = None  # the next memo says which configuration is current
+        active = set()
         for key in handed.active:
             if key in copied or key not in handed.jobs:
                 continue
@@ -234,13 +258,29 @@ class JobCopies:
             memo = job.settled_under
             if memo is not None and (not handed.settled or memo is handed.token):
                 handed.token = memo
-                handed.settled[key] = job
-                totals = handed.totals.get(job.queue)
-                if totals is None:
-                    totals = handed.totals[job.queue] = SettledTotals()
-                part = handed.counted[key] = SettledTotals()
-                part.add(job)
-                totals.merge(part)
+                self._settle(key, job)
+            else:
+                active.add(key)
+        token = self.configuration
+        if token is not None and handed.settled and handed.token is not token:
+            token = None  # settled under another: the session looks at every job once
+        for key in copied:
+            copy = handed.jobs.get(key)
+            if copy is None:
+                continue
+            if token is not None and alive_lone_job(copy):
+                copy.settled_under = handed.token = token
+                self._settle(key, copy)
             else:
                 active.add(key)
         handed.active = active
+
+    def _settle(self, key: str, job: JobInfo) -> None:
+        handed = self.handed
+        handed.settled[key] = job
+        totals = handed.totals.get(job.queue)
+        if totals is None:
+            totals = handed.totals[job.queue] = SettledTotals()
+        part = handed.counted[key] = SettledTotals()
+        part.add(job)
+        totals.merge(part)

@@ -26,7 +26,7 @@ import os
 from typing import TYPE_CHECKING
 
 from asyncsched.cache.handed import Handed
-from asyncsched.cache.snapshot_jobs import QUEUE_NAME_ANNOTATION, JobCopies
+from asyncsched.cache.snapshot_jobs import QUEUE_NAME_ANNOTATION, JobCopies, alive_lone_job
 from asyncsched.cache.snapshot_nodes import NodeCopies
 from asyncsched.model import (
     ClusterSnapshot,
@@ -42,7 +42,6 @@ from asyncsched.model import (
 from asyncsched.model.books import SettledTotals
 from asyncsched.model.journal import Journal
 from asyncsched.model.snapshot import SnapshotReuseError, snapshot_differences
-from asyncsched.model.status import ALIVE_ON_NODE
 from asyncsched.model.task import has_pod_rules
 
 if TYPE_CHECKING:
@@ -59,14 +58,16 @@ class Snapshots:
     def __init__(self) -> None:
         self.handed = Handed()
 
-    def take(self, cache: ClusterCache, now: float) -> ClusterSnapshot:
+    def take(
+        self, cache: ClusterCache, now: float, configuration: object | None = None
+    ) -> ClusterSnapshot:
         changes = cache.changes
         handed = self.handed
         touched = list(handed.journal)
         handed.journal.clear()
         if changes.everything:
             handed = self.handed = Handed(journal=handed.journal)
-        snapshot = _Build(cache, handed, touched, now).run()
+        snapshot = _Build(cache, handed, touched, now, configuration).run()
         cache.changes = changes.cleared()
         if os.environ.get(CHECK_ENV) == "1":
             fresh = _Build(cache, Handed(), [], now).run(full=True)
@@ -81,21 +82,6 @@ class Snapshots:
         """A snapshot built from scratch that shares nothing with the incremental ones and
         leaves the cache's change log alone: for trials that change it."""
         return _Build(cache, Handed(), [], now).run(full=True)
-
-
-def _alive(job: JobInfo) -> bool:
-    """Every task of the job alive on its node (Binding, Bound or Running).
-
-    A settled lone pod's job made current in place (a bind coming back, the kubelet's
-    reports) with its task alive would be found settled again by the next session, with
-    the same part in its queue's totals, so it stays settled rather than join the next
-    session's active jobs and settle again. Its task was Binding, Bound, Running or
-    Succeeded when it settled (ready, nothing waiting) and kept its booking on the node
-    since (``ClusterCache._restated``; Succeeded books none): alive now, it was alive then,
-    allocated with the same requests. None waits, and a lone job writes no status. Jobs
-    with a PodGroup report their running counts, so they join.
-    """
-    return all(status in ALIVE_ON_NODE for status, tasks in job.by_status.items() if tasks)
 
 
 def _totals_differences(snapshot: ClusterSnapshot) -> list[str]:
@@ -128,8 +114,16 @@ def _totals_differences(snapshot: ClusterSnapshot) -> list[str]:
 class _Build(JobCopies, NodeCopies):
     """One snapshot: what to copy again, then the copies, then the lists in cache order."""
 
-    def __init__(self, cache: ClusterCache, handed: Handed, touched: Journal, now: float) -> None:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        handed: Handed,
+        touched: Journal,
+        now: float,
+        configuration: object | None = None,
+    ) -> None:
         self.cache = cache
+        self.configuration = configuration
         self.handed = handed
         self.touched = touched
         self.now = now
@@ -170,8 +164,8 @@ class _Build(JobCopies, NodeCopies):
                 job = None
             elif full or (job := self._refreshed(key, entry, queues, task_keys)) is None:
                 job = self._job(key, entry, queues)
-            elif job is settled and entry.podgroup is None and _alive(job):
-                job.settled_under = memo  # see _alive
+            elif job is settled and alive_lone_job(job):
+                job.settled_under = memo  # see alive_lone_job
                 still_settled.add(key)
                 continue
             self._unsettle(key)

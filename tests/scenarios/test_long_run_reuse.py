@@ -84,8 +84,10 @@ def test_a_long_run_decides_the_same_without_reuse(
     partial: list[int] = []
     take = ClusterCache.snapshot
 
-    def counting(self: ClusterCache, now: float = 0.0) -> ClusterSnapshot:
-        snapshot = take(self, now)
+    def counting(
+        self: ClusterCache, now: float = 0.0, configuration: object | None = None
+    ) -> ClusterSnapshot:
+        snapshot = take(self, now, configuration=configuration)
         partial.append(0 if snapshot.active is None else len(snapshot.jobs) - len(snapshot.active))
         return snapshot
 
@@ -94,7 +96,9 @@ def test_a_long_run_decides_the_same_without_reuse(
     assert sum(partial) > 0  # settled jobs were really left out of sessions
     assert outcome[1] == "done" and len([e for e in events if e["event"] == "completed"]) > 80
 
-    def from_scratch(self: ClusterCache, now: float = 0.0) -> ClusterSnapshot:
+    def from_scratch(
+        self: ClusterCache, now: float = 0.0, configuration: object | None = None
+    ) -> ClusterSnapshot:
         self.changes.everything = True  # copy everything again: nothing reused, none settled
         snapshot = take(self, now)
         assert snapshot.active is None

@@ -204,17 +204,20 @@ class KubeScheduler(WatchHandlers, KubeEffects):
             self.metrics.session_causes.labels(cause).inc()
         self._causes.clear()
         began = time.perf_counter()
-        self.cache.set_gpu_pools(self.config.current.gpu_pools)
+        loaded = self.config.current
+        self.cache.set_gpu_pools(loaded.gpu_pools)
         # The first snapshot after the freeze copies every task: as long-lived as the cache.
         freeze, self._freeze_snapshot = self._freeze_snapshot, False
-        snapshot = self.cache.snapshot(now=time.time(), freeze=freeze)
+        snapshot = self.cache.snapshot(
+            now=time.time(), freeze=freeze, configuration=loaded.configuration
+        )
         snapshot_ms = (time.perf_counter() - began) * 1000.0
         self._report_network(snapshot.hypernodes)
         uid = f"{self.options.identity}-{self.sessions}"
         result, _ = await asyncio.to_thread(
             run_session,
             snapshot,
-            self.config.current,
+            loaded,
             uid,
             time.perf_counter,
             self.options.session_budget,

@@ -153,11 +153,13 @@ class SimScheduler(Effects):
         if reload.error:
             self.config_errors.append(reload.error)
         self.sessions += 1
-        self.cache.set_gpu_pools(self.config.current.gpu_pools)
-        snapshot = self.cache.snapshot(now=EPOCH + now)  # the clock the objects carry
+        loaded = self.config.current
+        self.cache.set_gpu_pools(loaded.gpu_pools)
+        # the clock the objects carry; the configuration the session runs under
+        snapshot = self.cache.snapshot(now=EPOCH + now, configuration=loaded.configuration)
         result, _ = run_session(
             snapshot,
-            self.config.current,
+            loaded,
             uid=f"session-{self.sessions}",
             budget=self.session_budget,
             gauges=False,  # the simulator exports no metrics

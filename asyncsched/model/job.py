@@ -192,15 +192,7 @@ class JobInfo(Tracked):
             return
         if not self.touched:
             self.touch()
-        status = existing.status
-        self.by_status.get(status, {}).pop(existing.uid, None)
-        if status in READY:
-            self.n_ready -= 1
-            if status in ALLOCATED:
-                self.n_allocated -= 1
-                self.allocated = self.allocated - existing.resreq
-        elif status is TaskStatus.PENDING and existing.best_effort:
-            self.n_pending_best_effort -= 1
+        self._count_out(existing)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to a new status, keeping the index and allocated total true.
@@ -209,21 +201,60 @@ class JobInfo(Tracked):
         two allocated statuses leaves ``allocated`` as it is instead of taking its
         request off and adding it back.
         """
-        existing = self.tasks.get(task.uid)
+        uid = task.uid
+        tasks, by_status = self.tasks, self.by_status
+        existing = tasks.get(uid)
         before = task.status
-        if existing is not task or before not in ALLOCATED or status not in ALLOCATED:
-            self.remove_task(task)
+        if existing is task and before in ALLOCATED and status in ALLOCATED:
+            if not self.touched:
+                self.touch()
+            del tasks[uid]
+            bucket = by_status.get(before)
+            if bucket is not None:
+                bucket.pop(uid, None)
             task.set_status(status)
-            self.add_task(task)
+            tasks[uid] = task
+            bucket = by_status.get(status)
+            if bucket is None:
+                bucket = by_status[status] = {}
+            bucket[uid] = task
             return
+        # remove_task, set_status, add_task in one pass (each step as they take it: a
+        # Statement moves every task it places this way)
+        if existing is not None:
+            del tasks[uid]
+            if not self.touched:
+                self.touch()
+            self._count_out(existing)
+        task.set_status(status)
         if not self.touched:
             self.touch()
-        uid = task.uid
-        del self.tasks[uid]
-        self.by_status.get(before, {}).pop(uid, None)
-        task.set_status(status)
-        self.tasks[uid] = task
-        self.by_status.setdefault(status, {})[uid] = task
+        tasks[uid] = task
+        bucket = by_status.get(status)
+        if bucket is None:
+            bucket = by_status[status] = {}
+        bucket[uid] = task
+        if status in READY:
+            self.n_ready += 1
+            if status in ALLOCATED:
+                self.n_allocated += 1
+                self.allocated = self.allocated + task.resreq
+        elif status is TaskStatus.PENDING and task.best_effort:
+            self.n_pending_best_effort += 1
+
+    def _count_out(self, existing: TaskInfo) -> None:
+        """Take a task just popped from ``tasks`` out of its status bucket and the counts."""
+        status = existing.status
+        bucket = self.by_status.get(status)
+        if bucket is not None:
+            bucket.pop(existing.uid, None)
+        if status in READY:
+            self.n_ready -= 1
+            if status in ALLOCATED:
+                self.n_allocated -= 1
+                self.allocated = self.allocated - existing.resreq
+        elif status is TaskStatus.PENDING and existing.best_effort:
+            self.n_pending_best_effort -= 1
 
     def clone_empty(self, journal: Journal | None = None) -> JobInfo:
         """A copy with the same gang rules and no tasks (the snapshot re-adds cloned tasks).

@@ -366,6 +366,36 @@ def offset_rows(double[::1] out, const int64_t[::1] values, rows, int64_t offset
 
 
 def merge_amounts(dict base, dict other, bint negate):
+    return _merged(base, other, negate)
+
+
+def add_amounts(tuple intos, tuple parts):
+    cdef Py_ssize_t i, pos
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef dict into
+    if len(intos) != len(parts):
+        raise ValueError(f"{len(parts)} parts for {len(intos)} sums")
+    for i in range(len(parts)):
+        part = parts[i]
+        if not part:
+            continue
+        into = intos[i]
+        pos = 0
+        while PyDict_Next(<dict>part, &pos, &key, &value):
+            name = <object>key
+            into[name] = into.get(name, 0) + <object>value
+
+
+def resource_merge(a, b, bint negate):
+    cdef type cls = type(a)
+    made = cls.__new__(cls)
+    made._values = _merged(a._values, b._values, negate)
+    made._hash = None
+    return made
+
+
+cdef dict _merged(dict base, dict other, bint negate):
     cdef dict merged = base.copy()
     cdef bint zero = False
     cdef object name, value, old, new

@@ -20,10 +20,12 @@ from asyncsched.model._twins_bound import (
     unique_rows,
 )
 from asyncsched.model._twins_objects import (
+    add_amounts,
     by_seq,
     free_cards,
     merge_amounts,
     nodes_current,
+    resource_merge,
     task_owners,
     within_limits,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "RowBooks",
     "ScoreRows",
     "TreePair",
+    "add_amounts",
     "any_open",
     "best_open",
     "binpack_rows",
@@ -61,6 +64,7 @@ __all__ = [
     "nodes_current",
     "offset_rows",
     "picked",
+    "resource_merge",
     "resource_scores",
     "task_owners",
     "tree_refresh",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from operator import is_
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:  # the twins take the model's objects; the model imports the kernels
     from asyncsched.model.journal import Journal
@@ -19,10 +19,12 @@ if TYPE_CHECKING:  # the twins take the model's objects; the model imports the k
     from asyncsched.model.task import TaskInfo
 
 __all__ = [
+    "add_amounts",
     "by_seq",
     "free_cards",
     "merge_amounts",
     "nodes_current",
+    "resource_merge",
     "task_owners",
     "within_limits",
 ]
@@ -42,6 +44,37 @@ def merge_amounts(base: dict[str, int], other: dict[str, int], negate: bool) -> 
     if zero:
         return {name: value for name, value in merged.items() if value}
     return merged
+
+
+class _Amounts(Protocol):
+    _values: dict[str, int]
+    _hash: int | None
+
+
+_A = TypeVar("_A", bound=_Amounts)
+
+
+def resource_merge(a: _A, b: _Amounts, negate: bool) -> _A:
+    """A new object of ``a``'s type (a Resource: slots ``_values`` and ``_hash``) holding
+    ``merge_amounts(a._values, b._values, negate)``, its hash not taken: Resource's ``+``
+    and ``-`` in one call (the native twin also makes the object in C)."""
+    made = type(a).__new__(type(a))
+    made._values = merge_amounts(a._values, b._values, negate)
+    made._hash = None
+    return made
+
+
+def add_amounts(intos: tuple[dict[str, int], ...], parts: tuple[dict[str, int], ...]) -> None:
+    """Add each dict of ``parts`` into the dict of ``intos`` at the same position, name by
+    name in the part's order (a name new to its sum starts at 0): a job's books added to
+    its queue's (``asyncsched.model.queue_tree.queue_books``). ValueError if the two
+    differ in length, before adding anything."""
+    if len(intos) != len(parts):
+        raise ValueError(f"{len(parts)} parts for {len(intos)} sums")
+    for into, part in zip(intos, parts, strict=True):  # lengths checked above
+        if part:
+            for name, value in part.items():
+                into[name] = into.get(name, 0) + value
 
 
 def within_limits(

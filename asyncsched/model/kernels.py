@@ -29,6 +29,7 @@ __all__ = [
     "RowBooks",
     "ScoreRows",
     "TreePair",
+    "add_amounts",
     "any_open",
     "best_open",
     "binpack_rows",
@@ -42,6 +43,7 @@ __all__ = [
     "nodes_current",
     "offset_rows",
     "picked",
+    "resource_merge",
     "resource_scores",
     "task_owners",
     "tree_refresh",
@@ -65,6 +67,7 @@ OffsetRows: Any = _pure.OffsetRows
 RowBooks: Any = _pure.RowBooks
 ScoreRows: Any = _pure.ScoreRows
 TreePair: Any = _pure.TreePair
+add_amounts = _pure.add_amounts
 any_open = _pure.any_open
 best_open = _pure.best_open
 book = _pure.book
@@ -76,6 +79,7 @@ merge_amounts = _pure.merge_amounts
 nodes_current = _pure.nodes_current
 offset_rows = _pure.offset_rows
 picked = _pure.picked
+resource_merge = _pure.resource_merge
 resource_scores = _pure.resource_scores
 task_owners = _pure.task_owners
 binpack_rows = _pure.binpack_rows

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from asyncsched.api.quantity import MAX_UNITS, QuantityError, to_units
+from asyncsched.model import kernels
 from asyncsched.model.books import (
     SettledTotals,
     exceeded_part,
@@ -134,9 +135,7 @@ def queue_books(
             parts = _job_books(job)
             if not job.touched:  # the same object, untouched, adds the same next session
                 job.books_memo = parts
-        for into, part in zip(books_of(job.queue), parts, strict=True):
-            if part:
-                _accumulate(into, part)
+        kernels.add_amounts(books_of(job.queue), parts)
     return {
         name: QueueBooks(Resource(a), Resource(r), Resource(i), Resource(e))
         for name, (a, r, i, e) in sums.items()

@@ -64,10 +64,10 @@ class Resource:
             return self  # immutable, so sharing is safe
         if not self._values:
             return other  # no zeros stored: nothing to drop
-        return _trusted(kernels.merge_amounts(self._values, other._values, False))
+        return kernels.resource_merge(self, other, False)
 
     def __sub__(self, other: Resource) -> Resource:
-        return _trusted(kernels.merge_amounts(self._values, other._values, True))
+        return kernels.resource_merge(self, other, True)
 
     def scale(self, factor: float) -> Resource:
         return Resource({k: int(v * factor) for k, v in self._values.items()})
@@ -125,14 +125,6 @@ def _of(values: dict[str, int]) -> Resource:
     """A Resource of a dict the caller hands over (zeros dropped), without copying it twice."""
     made = Resource.__new__(Resource)
     made._values = values if all(values.values()) else {k: v for k, v in values.items() if v}
-    made._hash = None
-    return made
-
-
-def _trusted(values: dict[str, int]) -> Resource:
-    """A Resource of a dict with no zeros that the caller hands over (a kernel's answer)."""
-    made = Resource.__new__(Resource)
-    made._values = values
     made._hash = None
     return made
 

@@ -257,6 +257,49 @@ def test_merge_amounts(base: dict[str, int], other: dict[str, int], negate: bool
 
 
 @settings(max_examples=300, deadline=None)
+@given(_AMOUNTS, _AMOUNTS, st.booleans())
+def test_resource_merge(base: dict[str, int], other: dict[str, int], negate: bool) -> None:
+    """Resource's ``+`` and ``-`` in one call: a new Resource of merge_amounts' answer (the
+    same names in the same order), its hash not yet taken, the operands untouched."""
+    left, right = Resource(base), Resource(other)
+    hash(left)  # a taken hash must not be carried over to the answer
+    expected = pure.merge_amounts(left._values, right._values, negate)
+    for impl in (pure, native):
+        made = impl.resource_merge(left, right, negate)
+        assert type(made) is Resource and made is not left and made is not right
+        assert list(made.items()) == list(expected.items())
+        assert made._hash is None and made == Resource(expected)
+        assert hash(made) == hash(Resource(expected))
+    assert left == Resource(base) and right == Resource(other)
+
+
+_PARTS = st.lists(_AMOUNTS, min_size=4, max_size=4).map(tuple)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PARTS, _PARTS, st.integers(0, 5))
+def test_add_amounts(
+    sums: tuple[dict[str, int], ...], parts: tuple[dict[str, int], ...], cut: int
+) -> None:
+    """A job's books added into its queue's: each part into the sum at its place, name by
+    name, new names at the end in the part's order; both refuse parts of another length."""
+    expected = tuple(dict(s) for s in sums)
+    for into, part in zip(expected, parts, strict=True):
+        for name, value in part.items():
+            into[name] = into.get(name, 0) + value
+    for impl in (pure, native):
+        found = tuple(dict(s) for s in sums)
+        impl.add_amounts(found, parts)
+        assert [list(f.items()) for f in found] == [list(e.items()) for e in expected]
+        if cut != 4:
+            short_or_long = parts[:cut] if cut < 4 else parts + parts[:1]
+            untouched = tuple(dict(s) for s in sums)
+            with pytest.raises(ValueError):
+                impl.add_amounts(untouched, short_or_long)
+            assert untouched == sums  # refused before adding anything
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 80), max_size=70), st.data())
 def test_unique_rows(log: list[int], data: st.DataObject) -> None:
     start = data.draw(st.integers(0, len(log)))

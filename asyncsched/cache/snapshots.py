@@ -156,16 +156,19 @@ class _Build(JobCopies, NodeCopies):
         queues = self._queues()
         added: dict[str, JobInfo] = {}
         still_settled: set[str] = set()
+        current = self.configuration  # settled jobs under another get looked at again
         for key in job_keys:
             entry = cache.jobs.get(key)
             settled = handed.settled.get(key)
-            memo = settled.settled_under if settled is not None else None
+            under = settled.settled_under if settled is not None else None
             if entry is None:
                 job = None
             elif full or (job := self._refreshed(key, entry, queues, task_keys)) is None:
                 job = self._job(key, entry, queues)
-            elif job is settled and alive_lone_job(job):
-                job.settled_under = memo  # see alive_lone_job
+            elif (
+                job is settled and current is not None and under is current and alive_lone_job(job)
+            ):
+                job.settled_under = under  # made current in place, and still settled
                 still_settled.add(key)
                 continue
             self._unsettle(key)

@@ -272,3 +272,31 @@ def test_a_lone_pods_bind_coming_back_keeps_its_job_in_place() -> None:
     fourth = cache.snapshot()
     assert fourth.jobs["default/a"] is not third.jobs["default/a"]
     assert fourth.jobs["default/a"].queue == "other"
+
+
+def test_lone_jobs_settle_under_the_configuration_named_and_again_after_a_reload() -> None:
+    before, after = ConfigSource(Registry()).current, ConfigSource(Registry()).current
+    assert before.configuration is not after.configuration
+    cache = _fresh()
+    for name in ("a", "b"):
+        cache.upsert_pod(pod(name))
+    placed, _ = run_session(cache.snapshot(configuration=before.configuration), before)
+    for bind in placed.binds:
+        assert cache.mark_binding(bind.uid, bind.node)
+    settled = cache.snapshot(configuration=before.configuration)
+    lone = {"default/a", "default/b"}
+    assert settled.active is not None and not lone & set(settled.active)
+    assert settled.settled_under is before.configuration
+    # A reload: the session under the new configuration looks at every job once...
+    reloaded = cache.snapshot(configuration=after.configuration)
+    assert reloaded.settled_under is before.configuration
+    _, ssn = run_session(reloaded, after)
+    assert lone <= set(ssn.active_jobs)
+    # ...and the binds coming back leave no job settled under the old one.
+    for name in ("a", "b"):
+        assert (
+            cache.upsert_pod(pod(name, node_name=cache.tasks[f"default/{name}"].node_name)) is False
+        )
+    again = cache.snapshot(configuration=after.configuration)
+    assert again.settled_under is after.configuration
+    assert again.active is not None and not lone & set(again.active)

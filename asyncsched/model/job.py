@@ -176,15 +176,7 @@ class JobInfo(Tracked):
         if not self.touched:
             self.touch()
         self.tasks[task.uid] = task
-        status = task.status
-        self.by_status.setdefault(status, {})[task.uid] = task
-        if status in READY:
-            self.n_ready += 1
-            if status in ALLOCATED:
-                self.n_allocated += 1
-                self.allocated = self.allocated + task.resreq
-        elif status is TaskStatus.PENDING and task.best_effort:
-            self.n_pending_best_effort += 1
+        self._count_in(task)
 
     def remove_task(self, task: TaskInfo) -> None:
         existing = self.tasks.pop(task.uid, None)
@@ -230,10 +222,12 @@ class JobInfo(Tracked):
         if not self.touched:
             self.touch()
         tasks[uid] = task
-        bucket = by_status.get(status)
-        if bucket is None:
-            bucket = by_status[status] = {}
-        bucket[uid] = task
+        self._count_in(task)
+
+    def _count_in(self, task: TaskInfo) -> None:
+        """Put a task just set in ``tasks`` into its status bucket and the counts."""
+        status = task.status
+        self.by_status.setdefault(status, {})[task.uid] = task
         if status in READY:
             self.n_ready += 1
             if status in ALLOCATED:

@@ -127,15 +127,22 @@ class JobCopies:
         """Would ``_lone_job`` make a job with ``old``'s fields from this entry now?"""
         if not entry.lone_pod or not entry.tasks or old.podgroup is not None:
             return False
-        task = next(iter(entry.tasks.values()))
+        held = (old.name, old.namespace, old.queue, old.priority, old.priority_class, old.creation)
+        return held == self._lone_fields(next(iter(entry.tasks.values())))
+
+    def _lone_fields(self, task: TaskInfo) -> tuple[str, str, str, int, str, float]:
+        """What a lone pod's job takes from its pod: name, namespace, queue, priority,
+        priority class, creation."""
         pod = task.pod
+        queue = pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
+        priority = self._priority_of_pod(task)
         return (
-            old.name == task.name
-            and old.namespace == task.namespace
-            and old.queue == pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
-            and old.priority == self._priority_of_pod(task)
-            and old.priority_class == pod.spec.priority_class_name
-            and old.creation == task.creation
+            task.name,
+            task.namespace,
+            queue,
+            priority,
+            pod.spec.priority_class_name,
+            task.creation,
         )
 
     def _resorted(self, key: str, old: JobInfo, entry: JobEntry) -> bool:
@@ -195,18 +202,19 @@ class JobCopies:
     def _lone_job(self, key: str, entry: JobEntry) -> JobInfo | None:
         if not entry.lone_pod or not entry.tasks:
             return None
-        task = next(iter(entry.tasks.values()))
-        queue = task.pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
+        name, namespace, queue, priority, priority_class, creation = self._lone_fields(
+            next(iter(entry.tasks.values()))
+        )
         return JobInfo(
             uid=key,
-            name=task.name,
-            namespace=task.namespace,
+            name=name,
+            namespace=namespace,
             queue=queue,
             min_available=1,
-            priority=self._priority_of_pod(task),
-            priority_class=task.pod.spec.priority_class_name,
+            priority=priority,
+            priority_class=priority_class,
             phase=PodGroupPhase.INQUEUE,
-            creation=task.creation,
+            creation=creation,
         )
 
     def _add_jobs(self, added: dict[str, JobInfo]) -> None:

@@ -108,10 +108,11 @@ class JobInfo(Tracked):
         """Memo, not state, like ``settled_under``: what this job adds to its queue's books
         (``asyncsched.model.queue_tree.queue_books``), taken while it was untouched and
         read only while it still is; a copy starts without it."""
-        self.share_memo: tuple[Resource, object] | None = None
-        """Memo, not state, like ``settled_under``: the cluster total and the figure drf
-        reported for this job's share (``asyncsched.plugins.drf``) in a session that left
-        it untouched; read only while it still is and the total is the same."""
+        self.share_memo: tuple[Resource, Resource, object] | None = None
+        """Memo, not state: the cluster total, what the job held, and the figure drf
+        reported for its share (``asyncsched.plugins.drf``) from those two; read only
+        while both are the same, so it survives a copy made current in place
+        (``reset_to``); a copy starts without it."""
         self.podgroup_in_sync = False
         """Memo, not state, like ``settled_under``: a session that left this job untouched
         found its PodGroup status as it should be, with no condition or notice of a plugin
@@ -125,14 +126,14 @@ class JobInfo(Tracked):
     def reset_to(self, phase: str, podgroup: PodGroup | None) -> None:
         """Untouched, with this phase and PodGroup and no memo, as a fresh copy of the same
         tasks would be: for a snapshot that hands this object out again after a session
-        changed only its phase (``asyncsched.cache.snapshot_jobs``)."""
+        changed only its phase (``asyncsched.cache.snapshot_jobs``). drf's memo stays: it
+        says what it was made from, and is read only while that is unchanged."""
         self.phase = phase
         self.podgroup = podgroup
         self.touched = False
         self._allocated_before = self.allocated
         self.settled_under = None
         self.books_memo = None
-        self.share_memo = None
         self.podgroup_in_sync = False
 
     def allocated_at_open(self) -> Resource:

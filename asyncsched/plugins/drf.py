@@ -187,19 +187,23 @@ class DrfPlugin:
         again: list[object] = []
         same_total: Resource | None = None  # a memo's total found equal to this session's
         for job in self.session_jobs.values():
-            if job.uid not in books:
-                memo = job.share_memo
-                if memo is not None and not job.touched:
-                    # Untouched since that figure was made, under the same total: the same
-                    # share, and the same figure object, which the shell passes over. Memos
-                    # made in one session share its total, so most are known by identity.
-                    made_under = memo[0]
-                    if made_under is same_total or made_under == total:
-                        same_total = made_under
-                        again.append(memo[1])
-                        continue
-                if job.allocated.is_zero():
+            attr = books.get(job.uid)
+            held = job.allocated_at_open() if attr is None else attr.allocated
+            memo = job.share_memo
+            if memo is not None:
+                # Made from the same holding under the same total: the same share, and the
+                # same figure object, which the shell passes over. A bind coming back or a
+                # pod turning Running changes neither. Memos made in one session share its
+                # total, so most are known by identity.
+                made_under, made_from, figure = memo
+                if (made_under is same_total or made_under == total) and (
+                    made_from is held or made_from == held
+                ):
+                    same_total = made_under
+                    again.append(figure)
                     continue
+            if attr is None and held.is_zero():
+                continue
             if again:  # in job order, as a session on a fresh snapshot reports them
                 ssn.report_again(*cast("list[PluginGauge]", again))
                 again.clear()
@@ -208,6 +212,6 @@ class DrfPlugin:
                 "volcano_job_share", "Share for one job", share,
                 job_ns=job.namespace, job_id=job.name,
             )  # fmt: skip
-            if figure is not None and not job.touched:
-                job.share_memo = (total, figure)
+            if figure is not None:
+                job.share_memo = (total, held, figure)
         ssn.report_again(*cast("list[PluginGauge]", again))

@@ -10,6 +10,7 @@ snapshot built from scratch (no memos) gives, and the memos must actually be use
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from asyncsched.backends.config_source import ConfigSource
@@ -154,3 +155,34 @@ def test_tasks_ordered_at_a_jobs_first_turn_are_placed_as_when_ordered_up_front(
     assert any(r.deferred for r in lazy)
     monkeypatch.setattr(Session, "fixed_task_order", lambda self: None)
     assert lazy == run()
+
+
+def test_a_share_is_reported_again_after_its_pods_bind_coming_back() -> None:
+    """A lone pod's bind coming back (and the pod turning Running) makes its job's copy
+    current in place without changing what it holds: drf reports the very figure of the
+    session before, and every session reports what one on a fresh snapshot reports."""
+    pods = [pod(f"p{i}", cpu="1", memory="1Gi") for i in range(6)]
+    cache = cache_of(queue("default"), node("n0", cpu="8", memory="16Gi"), *pods)
+    loaded = ConfigSource(Registry()).current
+
+    def session(n: int) -> SessionResult:
+        snapshot = cache.snapshot(configuration=loaded.configuration)
+        result, _ = run_session(snapshot, loaded, f"s{n}")
+        expected, _ = run_session(cache.trial_snapshot(), loaded, f"s{n}")
+        assert result == expected, f"session {n}"
+        for bind in result.binds:
+            cache.mark_binding(bind.uid, bind.node)
+        return result
+
+    placed = session(0)
+    assert len(placed.binds) == 6
+    first = {g.labels: g for g in session(1).plugin_gauges if g.name == "volcano_job_share"}
+    assert len(first) == 6
+    for phase in ("Pending", "Running"):  # the bind's echo, then the kubelet's report
+        for p in pods:
+            spec = msgspec.structs.replace(p.spec, node_name="n0")
+            status = msgspec.structs.replace(p.status, phase=phase)
+            cache.upsert_pod(msgspec.structs.replace(p, spec=spec, status=status))
+        again = {g.labels: g for g in session(2).plugin_gauges if g.name == "volcano_job_share"}
+        assert again.keys() == first.keys()
+        assert all(again[k] is first[k] for k in first), "a figure was made anew"

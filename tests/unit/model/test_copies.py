@@ -43,7 +43,7 @@ def test_an_empty_job_copy_has_every_slot_and_no_memo() -> None:
     source = JobInfo.from_podgroup(podgroup("g", 2, min_task_member={"w": 1}), 5)
     source.settled_under = object()
     source.books_memo = ({}, {}, {}, {})
-    source.share_memo = (Resource(), object())
+    source.share_memo = (Resource(), Resource(), object())
     source.podgroup_in_sync = True
     source.touched = True
     twin = source.clone_empty([])

@@ -189,6 +189,8 @@ class DrfPlugin:
         for job in self.session_jobs.values():
             attr = books.get(job.uid)
             held = job.allocated_at_open() if attr is None else attr.allocated
+            if attr is None and held.is_zero():
+                continue  # holds nothing and asked nothing: no share to show
             memo = job.share_memo
             if memo is not None:
                 # Made from the same holding under the same total: the same share, and the
@@ -202,8 +204,6 @@ class DrfPlugin:
                     same_total = made_under
                     again.append(figure)
                     continue
-            if attr is None and held.is_zero():
-                continue
             if again:  # in job order, as a session on a fresh snapshot reports them
                 ssn.report_again(*cast("list[PluginGauge]", again))
                 again.clear()

@@ -8,7 +8,7 @@ from asyncsched.api import Node, Pod, PodGroup, Queue
 from asyncsched.framework import Arguments, Session, Statement, parse_configuration
 from asyncsched.model import ClusterSnapshot
 from asyncsched.plugins.drf import DrfPlugin
-from tests.builders import node, pod, podgroup, queue, snapshot
+from tests.builders import cache_of, node, pod, podgroup, queue, snapshot
 
 CONF = """
 actions: "allocate"
@@ -70,6 +70,27 @@ def test_order_follows_allocations_made_in_the_session() -> None:
     stmt.discard()
     assert plugin.share_of("default/a") == pytest.approx(0.2)
     assert order(ssn) == ["a", "b"]
+
+
+def test_a_job_holding_nothing_shows_no_share_whatever_was_shown_for_it_before() -> None:
+    """A job placed and undone within a session is in drf's books holding nothing at its
+    close, so its share (0) is shown; the next session, where it holds and asks nothing,
+    shows none for it, as a session on a fresh snapshot does, though the copy it gets is
+    the same object with that figure remembered."""
+    cache = cache_of(node("n1", cpu="10", memory="100Gi"), *job("a", 1, 1), *job("idle", 0, 1))
+    ssn, plugin = open_session(cache.snapshot())
+    idle = ssn.jobs["default/idle"]
+    stmt = Statement(ssn)
+    stmt.allocate(idle.tasks["default/idle-p0"], ssn.nodes["n1"])
+    stmt.discard()
+    plugin.on_session_close(ssn)
+    assert {dict(g.labels)["job_id"] for g in ssn.result.plugin_gauges} == {"a", "idle"}
+    again = cache.snapshot()
+    assert again.jobs["default/idle"] is idle and idle.share_memo is not None
+    for snap in (again, cache.trial_snapshot()):
+        ssn, plugin = open_session(snap)
+        plugin.on_session_close(ssn)
+        assert {dict(g.labels)["job_id"] for g in ssn.result.plugin_gauges} == {"a"}
 
 
 def test_preempts_only_from_jobs_that_stay_at_or_above_the_preemptors_share() -> None:

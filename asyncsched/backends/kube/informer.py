@@ -53,6 +53,13 @@ class ResourceKind(Generic[T]):
     JSON's bytes and an encoding the API server already makes for the controller-manager's
     watch (protobuf.py, BENCHMARKS.md). None: JSON."""
 
+    @property
+    def api_version(self) -> str:
+        """The kind's apiVersion, as its path names it (``/api/v1/...``: v1;
+        ``/apis/GROUP/VERSION/...``: GROUP/VERSION), for Events written about its objects."""
+        parts = self.path.split("/")
+        return "/".join(parts[2:4]) if parts[1] == "apis" else parts[2]
+
 
 class _Meta(msgspec.Struct):
     name: str = ""

@@ -38,10 +38,7 @@ DISRUPTION_BUDGETS = ResourceKind(
 )
 
 API_VERSIONS = {
-    "PodGroup": "scheduling.volcano.sh/v1beta1",
-    "Queue": "scheduling.volcano.sh/v1beta1",
-    "PriorityClass": "scheduling.k8s.io/v1",
-    "HyperNode": "topology.volcano.sh/v1alpha1",
-    "PodDisruptionBudget": "policy/v1",
+    kind.kind: kind.api_version
+    for kind in (PODS, NODES, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES, DISRUPTION_BUDGETS)
 }
-"""apiVersion of the kinds other than v1, for the Events the scheduler writes about them."""
+"""apiVersion of each kind watched, for the Events written about their objects."""

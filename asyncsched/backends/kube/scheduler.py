@@ -28,6 +28,7 @@ from asyncsched.backends.kube.leader import LeaderElector
 from asyncsched.backends.kube.metrics import Metrics, serve_http
 from asyncsched.backends.kube.pod_protobuf import POD_ENCODING
 from asyncsched.backends.kube.status import StatusWriter
+from asyncsched.backends.kube.warned import Warned
 from asyncsched.backends.kube.watch import WatchHandlers
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES, ClusterCache
 from asyncsched.framework import SessionResult, run_session
@@ -107,7 +108,7 @@ class KubeScheduler(WatchHandlers, KubeEffects):
             on_event_dropped=self.metrics.events_dropped.inc,
             yield_to_binds=self.binder.quiet,
         )
-        self._reported_bad: set[tuple[str, str, str, str]] = set()
+        self.warned = Warned(log, self.status.event, self.is_leader, API_VERSIONS)
         self._preemptors: dict[str, str] = {}
         """Per victim being evicted, the pod the room is for (``namespace/name``, or "")."""
         self._bind_sent: dict[str, float] = {}
@@ -247,18 +248,12 @@ class KubeScheduler(WatchHandlers, KubeEffects):
     def _report_network(self, tree: HyperNodeTree) -> None:
         """A HyperNode left out of the network tree, or making it unusable, gets one warning
         (log and Event) per distinct problem; the rest of the tree is still used."""
+        effect = "" if tree.ready else "; jobs with networkTopology wait until it is fixed"
         for name, why in tree.problems:
-            key = ("HyperNode", "", name, why)
-            if key in self._reported_bad:
-                continue
-            self._reported_bad.add(key)
-            effect = "" if tree.ready else "; jobs with networkTopology wait until it is fixed"
-            log.warning("HyperNode %s: %s%s", name, why, effect)
-            if self.is_leader():
-                self.status.event(
-                    "HyperNode", "", name, "", "InvalidHyperNode", why + effect, "Warning",
-                    api_version=API_VERSIONS["HyperNode"],
-                )  # fmt: skip
+            self.warned.warn(
+                "HyperNode", "", name, why, f"HyperNode {name}: {why}{effect}",
+                reason="InvalidHyperNode", message=why + effect,
+            )  # fmt: skip
 
     def _apply(self, result: SessionResult) -> None:
         if self.is_leader():

@@ -21,7 +21,6 @@ from asyncsched.backends.config_source import CONFIG_KEYS, ConfigSource
 from asyncsched.backends.kube.client import KubeClient
 from asyncsched.backends.kube.informer import Informer, ResourceKind
 from asyncsched.backends.kube.kinds import (
-    API_VERSIONS,
     DISRUPTION_BUDGETS,
     HYPERNODES,
     NODES,
@@ -32,6 +31,7 @@ from asyncsched.backends.kube.kinds import (
 )
 from asyncsched.backends.kube.metrics import Metrics
 from asyncsched.backends.kube.status import StatusWriter
+from asyncsched.backends.kube.warned import Warned
 from asyncsched.cache import ClusterCache
 from asyncsched.model.job import PodGroupPhase
 
@@ -52,7 +52,7 @@ class WatchHandlers:
     cache: ClusterCache
     metrics: Metrics
     status: StatusWriter
-    _reported_bad: set[tuple[str, str, str, str]]
+    warned: Warned
 
     if TYPE_CHECKING:  # the replica's (KubeScheduler)
 
@@ -219,14 +219,12 @@ class WatchHandlers:
         self._wake("Node")
         info = self.cache.nodes.get(node.metadata.name)
         problems = info.gpus.problems if info is not None and info.gpus is not None else ()
-        key = ("Node", "", node.metadata.name, "; ".join(problems))
-        if problems and key not in self._reported_bad:
-            self._reported_bad.add(key)
-            log.warning(
-                "node %s: GPU cards left out: %s (its other cards stay in use)",
-                node.metadata.name,
-                "; ".join(problems),
-            )
+        if problems:
+            name, joined = node.metadata.name, "; ".join(problems)
+            self.warned.warn(
+                "Node", "", name, joined,
+                f"node {name}: GPU cards left out: {joined} (its other cards stay in use)",
+            )  # fmt: skip
 
     def _node_deleted(self, namespace: str, name: str) -> None:
         self.cache.delete_node(name)
@@ -235,23 +233,12 @@ class WatchHandlers:
     def _bad_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
         """Skip an object we cannot read: log, count, and tell its owner with a warning Event."""
         self.metrics.decode_errors.labels(kind).inc()
-        key = (kind, namespace, name, problem)
-        if key in self._reported_bad:
-            return
-        self._reported_bad.add(key)
         where = f"{namespace}/{name}" if namespace else name
-        log.warning("skipped %s %s: %s", kind, where, problem)
-        if self.is_leader():
-            self.status.event(
-                kind,
-                namespace,
-                name,
-                "",
-                "InvalidObject",
-                f"asyncsched cannot read this {kind} and ignores it: {problem}",
-                "Warning",
-                api_version=API_VERSIONS.get(kind, "v1"),
-            )
+        self.warned.warn(
+            kind, namespace, name, problem, f"skipped {kind} {where}: {problem}",
+            reason="InvalidObject",
+            message=f"asyncsched cannot read this {kind} and ignores it: {problem}",
+        )  # fmt: skip
 
 
 def _same_but_version(before: PodGroup | Node, after: PodGroup | Node) -> bool:

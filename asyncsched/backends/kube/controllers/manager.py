@@ -37,6 +37,7 @@ from asyncsched.backends.kube.controllers.webhook import serve_webhook
 from asyncsched.backends.kube.controllers.workqueue import WorkQueue
 from asyncsched.backends.kube.informer import Informer, ResourceKind
 from asyncsched.backends.kube.kinds import (
+    API_VERSIONS,
     HYPERNODES,
     NODES,
     PODGROUPS,
@@ -47,6 +48,7 @@ from asyncsched.backends.kube.kinds import (
 from asyncsched.backends.kube.leader import LeaderElector
 from asyncsched.backends.kube.metrics import serve_http
 from asyncsched.backends.kube.status import StatusWriter
+from asyncsched.backends.kube.warned import Warned
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 
 __all__ = ["ControllerManager", "ControllerMetrics", "ControllerOptions"]
@@ -56,14 +58,7 @@ log = logging.getLogger(__name__)
 JOBS = ResourceKind("Job", "/apis/batch.volcano.sh/v1alpha1/jobs", Job)
 COMMANDS = ResourceKind("Command", "/apis/bus.volcano.sh/v1alpha1/commands", Command, optional=True)
 REPLICA_SETS = ResourceKind("ReplicaSet", "/apis/apps/v1/replicasets", ReplicaSet)
-_API_VERSIONS = {
-    "Job": "batch.volcano.sh/v1alpha1",
-    "Command": "bus.volcano.sh/v1alpha1",
-    "PodGroup": "scheduling.volcano.sh/v1beta1",
-    "Queue": "scheduling.volcano.sh/v1beta1",
-    "ReplicaSet": "apps/v1",
-    "PriorityClass": "scheduling.k8s.io/v1",
-}
+_API_VERSIONS = {**API_VERSIONS, **{k.kind: k.api_version for k in (JOBS, COMMANDS, REPLICA_SETS)}}
 K = TypeVar("K")
 R = TypeVar("R")
 
@@ -138,7 +133,7 @@ class ControllerManager:
         self.replica_sets: Store[ReplicaSet] = Store()
         self.priority_classes: Store[PriorityClass] = Store()
         self.leading = asyncio.Event()
-        self._reported_bad: set[tuple[str, str, str, str]] = set()
+        self.warned = Warned(log, self.events.event, self.leading.is_set, _API_VERSIONS)
         self.elector = (
             LeaderElector(
                 client, options.lease_namespace, options.lease_name, options.identity,
@@ -249,30 +244,18 @@ class ControllerManager:
     def bad_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
         """Skip an object we cannot read or act on: log, count, and a warning Event on it."""
         self.metrics.decode_errors.labels(kind).inc()
-        key = (kind, namespace, name, problem)
-        if key in self._reported_bad:
-            return
-        self._reported_bad.add(key)
-        log.warning("skipped %s %s/%s: %s", kind, namespace, name, problem)
-        if self.leading.is_set():
-            self.events.event(
-                kind, namespace, name, "", "InvalidObject",
-                f"asyncsched controllers cannot handle this {kind} and ignore it: {problem}",
-                "Warning", api_version=_API_VERSIONS.get(kind, "v1"),
-            )  # fmt: skip
+        self.warned.warn(
+            kind, namespace, name, problem, f"skipped {kind} {namespace}/{name}: {problem}",
+            reason="InvalidObject",
+            message=f"asyncsched controllers cannot handle this {kind} and ignore it: {problem}",
+        )  # fmt: skip
 
     def _warn_config(self, kind: str, namespace: str, name: str, problem: str) -> None:
         """A configuration a controller cannot use as given: log and a warning Event, once."""
-        key = (kind, namespace, name, problem)
-        if key in self._reported_bad:
-            return
-        self._reported_bad.add(key)
-        log.warning("%s %s/%s: %s", kind, namespace, name, problem)
-        if self.leading.is_set():
-            self.events.event(
-                kind, namespace, name, "", "InvalidConfiguration", problem, "Warning",
-                api_version=_API_VERSIONS.get(kind, "v1"),
-            )  # fmt: skip
+        self.warned.warn(
+            kind, namespace, name, problem, f"{kind} {namespace}/{name}: {problem}",
+            reason="InvalidConfiguration", message=problem,
+        )  # fmt: skip
 
     # -- running -----------------------------------------------------------------------
 

@@ -9,11 +9,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 __all__ = ["TellEvent", "Warned"]
 
-TellEvent = Callable[..., None]
-"""``StatusWriter.event``: (kind, namespace, name, uid, reason, message, type_, api_version=)."""
+
+class TellEvent(Protocol):
+    """How an Event is written (``StatusWriter.event``)."""
+
+    def __call__(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        uid: str,
+        reason: str,
+        message: str,
+        type_: str = "Normal",
+        api_version: str = "v1",
+    ) -> None: ...
 
 
 class Warned:

@@ -124,10 +124,10 @@ class JobInfo(Tracked):
         super().touch()
 
     def reset_to(self, phase: str, podgroup: PodGroup | None) -> None:
-        """Untouched, with this phase and PodGroup and no memo, as a fresh copy of the same
-        tasks would be: for a snapshot that hands this object out again after a session
-        changed only its phase (``asyncsched.cache.snapshot_jobs``). drf's memo stays: it
-        says what it was made from, and is read only while that is unchanged."""
+        """Untouched, with this phase and PodGroup, as a fresh copy of the same tasks would
+        be: for a snapshot that hands this object out again after a session changed only
+        its phase (``asyncsched.cache.snapshot_jobs``). The memos that hold only while the
+        job is untouched are dropped; drf's says what it was made from, and stays."""
         self.phase = phase
         self.podgroup = podgroup
         self.touched = False

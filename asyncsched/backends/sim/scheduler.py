@@ -72,9 +72,13 @@ class SimScheduler(Effects):
         """Whether the last session's decisions changed the cluster."""
         self.config_errors: list[str] = []
         self.reasons: dict[str, str] = {}
+        """The last reason given for each pod it could not place, by key."""
         self.plugin_failures: list[PluginFailure] = []
         """Every plugin callback that raised (the session went on without it)."""
-        """The last reason given for each pod it could not place, by key."""
+        self.gauges = False
+        """Whether the plugins work out the figures a shell that exports metrics shows (the
+        kube shell's sessions do; the simulator shows none). Tests switch it on so that
+        generated runs take those paths, and their memos, under the snapshot check."""
         store.watch((Pod,), self._pod)
         store.watch((Node,), self._node)
         store.watch((PodGroup,), self._podgroup)
@@ -162,7 +166,7 @@ class SimScheduler(Effects):
             loaded,
             uid=f"session-{self.sessions}",
             budget=self.session_budget,
-            gauges=False,  # the simulator exports no metrics
+            gauges=self.gauges,
         )
         self.changed = carry_out(result, self)
         return result

@@ -50,6 +50,7 @@ def simulate(
     wall_seconds: float = WALL_SECONDS,
     session_budget: int | None = None,
     descheduler: tuple[str, float] | None = None,
+    gauges: bool = False,
 ) -> Run:
     """Simulate ``text`` until it ends or ``horizon``; with ``checked``, every event goes
     through a default ``Checker`` and a broken invariant raises ``Violation``.
@@ -60,7 +61,8 @@ def simulate(
     A run still going after ``wall_seconds`` of real time is stopped with a ``run ends``
     Violation: a simulator that spins at one instant never reaches the horizon.
 
-    ``descheduler``: a DeschedulerPolicy's text and the seconds between its passes."""
+    ``descheduler``: a DeschedulerPolicy's text and the seconds between its passes.
+    ``gauges``: sessions also work out the plugins' figures, as the kube shell's do."""
     manifests = parse_manifests(text, "generated.yaml")
     check_references(manifests)
     if config is not None and "\n" in config:
@@ -71,10 +73,13 @@ def simulate(
             written.write_text(config)
             source = ConfigSource(Registry(), written)
             return _simulate(
-                manifests, source, horizon, checked, wall_seconds, session_budget, descheduler
-            )
+                manifests, source, horizon, checked, wall_seconds, session_budget, descheduler,
+                gauges,
+            )  # fmt: skip
     source = ConfigSource(Registry(), CONFIGS / config if config else None)
-    return _simulate(manifests, source, horizon, checked, wall_seconds, session_budget, descheduler)
+    return _simulate(
+        manifests, source, horizon, checked, wall_seconds, session_budget, descheduler, gauges
+    )
 
 
 def _simulate(
@@ -85,6 +90,7 @@ def _simulate(
     wall_seconds: float,
     session_budget: int | None = None,
     descheduler: tuple[str, float] | None = None,
+    gauges: bool = False,
 ) -> Run:
     encoder = msgspec.json.Encoder()
     lines: list[bytes] = []
@@ -101,6 +107,7 @@ def _simulate(
     sim = Simulation(
         manifests, source, on_event=on_event, session_budget=session_budget, descheduler=policy
     )
+    sim.scheduler.gauges = gauges
     if checked:
         configuration = source.current.configuration
         plugins = configuration.plugin_names()

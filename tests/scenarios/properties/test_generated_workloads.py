@@ -48,13 +48,17 @@ CONFIGS = st.one_of(
 that preempts and reclaims, or places GPU pods with gpufrag (YAML text)."""
 
 
-@given(inputs(), CONFIGS)
-def test_invariants_hold_at_every_instant(workload: Input, config: str | None) -> None:
+@given(inputs(), CONFIGS, st.booleans())
+def test_invariants_hold_at_every_instant(
+    workload: Input, config: str | None, gauges: bool
+) -> None:
+    """``gauges``: the sessions also work out the plugins' figures (drf's job shares,
+    proportion's queues), as the kube shell's do, under the suite's snapshot check."""
     text = workload.yaml()
     note(text)
     if config is not None and "\n" in config:
         note(config)
-    run = simulate(text, horizon=workload.horizon, config=config)
+    run = simulate(text, horizon=workload.horizon, config=config, gauges=gauges)
     event(f"outcome: {run.outcome.reason}")
     evicted = run.events.count(b'"event":"evicted"')
     event("pods evicted: " + ("5 or more" if evicted >= 5 else str(evicted)))

@@ -31,13 +31,27 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+"""The cause type (``details.causes[].reason`` of a Status) of a create refused because its
+namespace is being deleted."""
+
+
 class KubeError(Exception):
     """A request the API server refused, or one that could not reach it."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, causes: tuple[str, ...] = ()) -> None:
         super().__init__(f"{status}: {message}" if status else message)
         self.status = status
         self.message = message
+        self.causes = causes
+        """The types of the causes the server's Status named (JSON answers only)."""
+
+    @property
+    def namespace_terminating(self) -> bool:
+        """A create refused because its namespace is being deleted. Every later create
+        there is refused alike and the namespace's objects are going, so a controller drops
+        the work rather than retrying it, as Kubernetes' own controllers do."""
+        return NAMESPACE_TERMINATING in self.causes
 
 
 class KubeClient:
@@ -115,7 +129,7 @@ class KubeClient:
             ) as response:
                 data = await response.read()
                 if response.status >= 300:
-                    raise KubeError(response.status, _status_message(data, response.reason))
+                    raise KubeError(response.status, *_refusal(data, response.reason))
                 return data
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise KubeError(0, f"cannot reach the API server at {self.host}: {exc}") from None
@@ -163,7 +177,7 @@ class KubeClient:
             ) as response:
                 if response.status >= 300:
                     data = await response.read()
-                    raise KubeError(response.status, _status_message(data, response.reason))
+                    raise KubeError(response.status, *_refusal(data, response.reason))
                 content = response.content
                 if not framed:
                     async for line in content:
@@ -185,21 +199,23 @@ class KubeClient:
             return
 
 
-def _status_message(data: bytes, fallback: str | None) -> str:
+def _refusal(data: bytes, fallback: str | None) -> tuple[str, tuple[str, ...]]:
+    """The message of an error answer, and the types of the causes its Status names."""
     if data.startswith(ENVELOPE):
         try:
-            return status_of(data)[1] or fallback or ""
+            return status_of(data)[1] or fallback or "", ()
         except ProtobufError:
-            return fallback or ""
+            return fallback or "", ()
     try:
         status = json.loads(data)
         message = str(status.get("message") or fallback or "")
-        details = status.get("details") or {}
-        causes = [str(c["message"]) for c in details.get("causes") or () if c.get("message")]
+        found = (status.get("details") or {}).get("causes") or ()
+        kinds = tuple(str(c["reason"]) for c in found if c.get("reason"))
+        causes = [str(c["message"]) for c in found if c.get("message")]
         # the causes say what the message does not: which budget refused an eviction
-        return f"{message} ({'; '.join(causes)})" if causes else message
+        return (f"{message} ({'; '.join(causes)})" if causes else message), kinds
     except (ValueError, AttributeError, TypeError):
-        return data[:200].decode(errors="replace") or (fallback or "")
+        return data[:200].decode(errors="replace") or (fallback or ""), ()
 
 
 async def connect(kubeconfig: str | None, context: str | None = None) -> KubeClient:

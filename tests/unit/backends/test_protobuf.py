@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from asyncsched.api import Pod
 from asyncsched.backends.kube import protobuf
-from asyncsched.backends.kube.client import _status_message
+from asyncsched.backends.kube.client import _refusal
 from asyncsched.backends.kube.pod_protobuf import POD
 from asyncsched.backends.kube.protobuf import (
     INLINE,
@@ -161,10 +161,11 @@ def test_a_refusal_answered_in_protobuf_is_told_in_words() -> None:
     """A request that asked for protobuf gets its error Status in protobuf too."""
     status = _field(3, b'pods is forbidden: User "x" cannot list resource "pods"')
     body = protobuf.ENVELOPE + _field(2, status + b"\x30" + _varint(403))
-    assert _status_message(body, "Forbidden") == (
-        'pods is forbidden: User "x" cannot list resource "pods"'
+    assert _refusal(body, "Forbidden") == (
+        'pods is forbidden: User "x" cannot list resource "pods"',
+        (),
     )
-    assert _status_message(protobuf.ENVELOPE + b"\xff", "Forbidden") == "Forbidden"
+    assert _refusal(protobuf.ENVELOPE + b"\xff", "Forbidden") == ("Forbidden", ())
 
 
 # -- the twins --------------------------------------------------------------------------

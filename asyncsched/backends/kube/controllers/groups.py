@@ -107,6 +107,10 @@ class PlainPodGroupController:
         except KubeError as exc:
             if exc.status == 404:  # the pod went meanwhile
                 return
+            if exc.namespace_terminating:  # the pod goes with its namespace
+                log.debug("PodGroup for pod %s/%s: namespace is being deleted", *key)
+                self.queue.forget(key)
+                return
             delay = self.queue.retry(key)
             log.warning("PodGroup for pod %s/%s: %s; retrying in %.1fs", *key, exc, delay)
             return

@@ -134,6 +134,10 @@ class JobController:
             if decision.status_changed:
                 await self._write_status(job, decision.status)
         except KubeError as exc:
+            if exc.namespace_terminating:  # the Job goes with its namespace
+                log.debug("job %s/%s: namespace is being deleted", namespace, name)
+                self.queue.forget(key)
+                return
             delay = self.queue.retry(key, *requests)
             log.warning("job %s/%s: %s; retrying in %.1fs", namespace, name, exc, delay)
             return

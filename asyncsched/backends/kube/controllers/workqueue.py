@@ -70,6 +70,10 @@ class WorkQueue(Generic[K, R]):
         asyncio.get_running_loop().call_later(delay, lambda: self.add(key, *requests))
         return delay
 
+    def retries(self, key: K) -> int:
+        """Failures of this key since it was last handled (client-go's NumRequeues)."""
+        return self._failures.get(key, 0)
+
     def forget(self, key: K) -> None:
         """The key was handled: its next failure starts the backoff afresh."""
         self._failures.pop(key, None)

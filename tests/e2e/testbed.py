@@ -157,6 +157,10 @@ class Testbed:
         ])  # fmt: skip
         self._wait_apiserver(token)
         certs.write_kubeconfig(self.kubeconfig, self.server, self.ca_file, token, "admin")
+        # Volcano's kinds before the controller-manager: its garbage collector learns the
+        # kinds it watches at start, and one that appears later only at its next discovery
+        # (every 30 s); until then a deleted Job's pods stay, and the retries back off.
+        self._provisioning(self._install_crds())
 
         kcm = self._launch("kube-controller-manager", [
             f"--kubeconfig={self.kubeconfig}", f"--authentication-kubeconfig={self.kubeconfig}",
@@ -187,18 +191,24 @@ class Testbed:
         ])  # fmt: skip
         wait_http(kwok, f"http://127.0.0.1:{self.ports['kwok']}/healthz", lambda b: True, 30)
         self._save()
+        self.node_names = self._provisioning(self._provision())
+        self._save()
+
+    def _provisioning(self, work: Coroutine[Any, Any, T]) -> T:
         try:
-            self.node_names = run_async(self._provision())
+            return run_async(work)
         except Exception as exc:
             comps = self.components.values()
             logs = "\n".join(f"--- {c.log} ---\n{tail(c.log, 15)}" for c in comps)
             raise StartupError(f"provisioning the bed failed: {exc!r}\n{logs}") from exc
-        self._save()
 
-    async def _provision(self) -> list[str]:
+    async def _install_crds(self) -> None:
         async with self.admin_client() as api:
             crds = sorted(CRD_DIR.glob("*.yaml")) + sorted(CRD_DIR.glob("*.yml"))
             await kubeops.apply_crds(api, crds)
+
+    async def _provision(self) -> list[str]:
+        async with self.admin_client() as api:
             await kubeops.wait_service_account(api, "default")  # controllers are working
             return await self.add_nodes(
                 api, self.nodes, self.capacity, self.node_labels, self.node_taints

@@ -310,6 +310,11 @@ class QueuesWithinCapability(Invariant):
                     )
 
 
+WAITING_JOB_PHASES = ("Pending", "Restarting")
+"""A Volcano Job waiting for its PodGroup's admission: Restarting lasts until the new
+PodGroup is admitted (the pods are made only then), as in Volcano."""
+
+
 class RunEnds(Invariant):
     """The run ends by itself (done, settled, deadlock or stuck), its verdict agrees with the
     events, and it takes at most ``per_instant`` sessions for each instant with events.
@@ -361,13 +366,13 @@ class RunEnds(Invariant):
         waiting = [
             f"{ns}/{n}"
             for (ns, n), phase in sorted(ledger.job_phases.items())
-            if phase == "Pending"
-        ]
+            if phase in WAITING_JOB_PHASES and ledger.world.job_waits_on_us(ns, n)
+        ]  # a Job admitted whose pods are all for another scheduler waits for that one
         if outcome.reason == "stuck" and not pending and not waiting:
             self.fail(ledger, run, "stuck with no pod pending and no Volcano Job waiting")
         if outcome.reason == "deadlock" and not running:
             self.fail(ledger, run, "deadlock with no pod running")
         if self.jobs and outcome.reason in ("done", "settled") and waiting:
             self.fail(
-                ledger, run, f"{outcome.reason} with Volcano Jobs Pending: {', '.join(waiting)}"
+                ledger, run, f"{outcome.reason} with Volcano Jobs waiting: {', '.join(waiting)}"
             )

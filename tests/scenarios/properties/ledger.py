@@ -100,7 +100,9 @@ class Ledger:
             self.live[key] = self.world.uid(kind, ns, name) or ""
             if kind == "Pod":
                 facts = self.world.pod(ns, name)
-                self.pods[(ns, name)] = PodRecord(ns, name, event["time"], facts)
+                # a pod the input gives bound holds its node from the start
+                node = facts.node_name if facts is not None else ""
+                self.pods[(ns, name)] = PodRecord(ns, name, event["time"], facts, node)
             elif kind == "Node":
                 node = self.world.node(name)
                 if node is not None:

@@ -47,6 +47,8 @@ class FakeWorld:
     replica_counts: dict[tuple[str, str], int] = field(default_factory=dict)
     hypernode_docs: dict[str, dict[str, Any]] = field(default_factory=dict)
     hard_tiers: dict[tuple[str, str], int] = field(default_factory=dict)
+    foreign_jobs: set[tuple[str, str]] = field(default_factory=set)
+    """Volcano Jobs admitted whose pods all wait for another scheduler."""
 
     def uid(self, kind: str, namespace: str, name: str) -> str | None:
         return self.uids.get((kind, namespace, name))
@@ -68,6 +70,9 @@ class FakeWorld:
 
     def budgets(self) -> list[BudgetFacts]:
         return list(self.budget_list)
+
+    def job_waits_on_us(self, namespace: str, name: str) -> bool:
+        return (namespace, name) not in self.foreign_jobs
 
     def replicas(self, namespace: str, kind: str, name: str, uid: str) -> int | None:
         return self.replica_counts.get((kind, name))
@@ -322,10 +327,30 @@ def test_a_verdict_the_events_contradict() -> None:
 
 def test_a_job_left_pending_is_not_done() -> None:
     events = [ev(0, "phase", "j", kind="Job", phase="Pending")]
-    with pytest.raises(Violation, match=r"done with Volcano Jobs Pending: default/j"):
+    with pytest.raises(Violation, match=r"done with Volcano Jobs waiting: default/j"):
         run(world(), events, Outcome("done"), [RunEnds()])
     run(world(), events, Outcome("done"), [RunEnds(jobs=False)])
     run(world(), [*events, ev(1, "deleted", "j", kind="Job")], Outcome("done"), [RunEnds()])
+    foreign = world()
+    foreign.foreign_jobs.add(("default", "j"))  # admitted; its pods wait for another scheduler
+    run(foreign, events, Outcome("done"), [RunEnds()])
+
+
+def test_a_job_restarting_into_a_closed_queue_waits() -> None:
+    """Restarting lasts until its new PodGroup is admitted: stuck, not done."""
+    events = [ev(0, "phase", "j", kind="Job", phase="Restarting")]
+    run(world(), events, Outcome("stuck"), [RunEnds()])
+    with pytest.raises(Violation, match=r"done with Volcano Jobs waiting: default/j"):
+        run(world(), events, Outcome("done"), [RunEnds()])
+
+
+def test_a_pod_the_input_gives_bound_holds_its_node() -> None:
+    """No ``bound`` event comes for it; it starts where its spec.nodeName says."""
+    given = world(p=facts(group="", node_name="n0"))
+    run(given, [ev(0, "submitted", "p"), ev(0, "started", "p", node="n0")])
+    loose = world(p=facts(group=""))
+    with pytest.raises(Violation, match=r"started on n0 unbound"):
+        run(loose, [ev(0, "submitted", "p"), ev(0, "started", "p", node="n0")])
 
 
 def test_events_must_come_in_time_order() -> None:

@@ -38,6 +38,7 @@ from asyncsched.backends.sim import Simulation
 from asyncsched.backends.sim.manifests import NEEDS_WHOLE_GROUP_ANNOTATION
 from asyncsched.backends.sim.objects import Deployment, ReplicaSet
 from asyncsched.backends.sim.recorder import queue_of
+from asyncsched.controllers.job.keys import DEFAULT_SCHEDULER_NAME, podgroup_name
 
 __all__ = ["BudgetFacts", "NodeFacts", "PodFacts", "SimWorld", "World", "container_requests"]
 
@@ -73,6 +74,8 @@ class PodFacts:
     apart_from: tuple[Mapping[str, Any], ...] = ()
     gpu_cards: tuple[tuple[str, int, int], ...] = ()
     """(card uuid, MiB, cores) per card its ``volcano.sh/vgpu-ids-new`` annotation names."""
+    node_name: str = ""
+    """``spec.nodeName``: a pod the input gives bound already has no ``bound`` event."""
     """Required pod anti-affinity terms, as documents (labelSelector, namespaces,
     namespaceSelector, topologyKey)."""
 
@@ -143,6 +146,13 @@ class World(Protocol):
         is not in hard mode with a tier."""
         ...
 
+    def job_waits_on_us(self, namespace: str, name: str) -> bool:
+        """Does the Volcano Job wait on this scheduler: its PodGroup is not admitted yet
+        (enqueue decides that, whoever schedules its pods), or some of its pods would be
+        ours (a task's template names one of our scheduler names, or names none and the
+        Job does)? A Job gone counts as waiting on us."""
+        ...
+
     def replicas(self, namespace: str, kind: str, name: str, uid: str) -> int | None:
         """The replicas the controller of a pod wants, counted as Kubernetes' disruption
         controller counts them (a ReplicaSet of a Deployment: the Deployment's); None when
@@ -208,6 +218,7 @@ def pod_facts(
         start_requests=start,
         ours=pod.spec.scheduler_name in scheduler_names,
         group=notes.get(GROUP_NAME_ANNOTATION, ""),
+        node_name=pod.spec.node_name,
         needs_whole_group=notes.get(NEEDS_WHOLE_GROUP_ANNOTATION) == "true",
         node_selector=dict(pod.spec.node_selector),
         required_terms=terms,
@@ -355,6 +366,21 @@ class SimWorld:
             if named and doc["spec"].get("tierName") == named:
                 return int(doc["spec"]["tier"])
         return None
+
+    def job_waits_on_us(self, namespace: str, name: str) -> bool:
+        store = self.sim.store
+        job = store.get(Job, f"{namespace}/{name}")
+        if job is None:
+            return True
+        group = store.get(PodGroup, f"{namespace}/{podgroup_name(job)}")
+        if group is None or group.status.phase in ("", "Pending"):
+            return True
+        default = job.spec.scheduler_name or DEFAULT_SCHEDULER_NAME
+        return any(
+            ((task.template.get("spec") or {}).get("schedulerName") or default)
+            in self.scheduler_names
+            for task in job.spec.tasks
+        )
 
     def replicas(self, namespace: str, kind: str, name: str, uid: str) -> int | None:
         store = self.sim.store

@@ -1,0 +1,186 @@
+"""The scenario files, each changed in one place, through the simulator.
+
+Whatever a user's manifest holds, a run either goes (exit 0, or 3 and 4 for a deadlock or
+pods that can never be placed) or is refused with one line naming the file and the object
+(exit 2), never a traceback. Each example takes a scenario file of tests/scenarios/yaml,
+walks to one field of one document and replaces it with a value of another shape, drops
+it, or adds a key no schema has; then simulates the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import event, given, note, reject
+from hypothesis import strategies as st
+
+from asyncsched.backends.sim.fields import ManifestError
+from asyncsched.cli import main
+from tests.scenarios.properties.runner import simulate
+
+YAML = Path(__file__).resolve().parents[1] / "yaml"
+FILES = sorted(
+    p.name
+    for p in YAML.glob("*.yaml")
+    if not p.name.endswith(("-config.yaml", "-policy.yaml")) and p.stat().st_size < 16_000
+)
+"""Cluster and workload files (configurations and descheduler policies are other
+inputs), small enough to simulate in a moment."""
+
+ODD_VALUES: list[Any] = [
+    None, "", "x", "12x", "-1", "1e400", "0.5", "Always", " ", "a" * 300,
+    0, -1, 1, 2**31, 2**63, -(2**63) - 1, 10**30, 0.5, -0.0, math.inf, math.nan,
+    True, False, [], {}, ["x"], [None], {"x": 1}, {"": ""}, [[1]],
+]  # fmt: skip
+"""What a hand-edited manifest can hold where another shape was meant."""
+
+_NAME = re.compile(r"[a-z][a-z0-9.-]*")
+
+
+def _documents(name: str) -> list[Any]:
+    return [d for d in yaml.safe_load_all((YAML / name).read_text()) if d is not None]
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> tuple[str, str, str]:
+    """(file name, what was changed, the changed file's text)."""
+    name = draw(st.sampled_from(FILES))
+    docs = _documents(name)
+    index = draw(st.integers(0, len(docs) - 1))
+    path: list[str | int] = []
+    parent: Any = docs
+    key: str | int = index
+    while True:
+        node = parent[key]
+        children: list[str | int] = (
+            list(node) if isinstance(node, dict) else list(range(len(node)))
+            if isinstance(node, list) else []
+        )  # fmt: skip
+        if not children or draw(st.integers(0, 3)) == 0:
+            break
+        parent, key = node, draw(st.sampled_from(children))
+        path.append(key)
+    how = draw(st.sampled_from(["replace", "replace", "replace", "drop", "add"]))
+    node = parent[key]
+    if how == "drop" and isinstance(parent, dict) and path:
+        del parent[key]
+        what = f"dropped {path}"
+    elif how == "add" and isinstance(node, dict):
+        node[draw(st.sampled_from(["x", "spec", "status", "metadata", "kind"]))] = draw(
+            st.sampled_from(ODD_VALUES)
+        )
+        what = f"added a key at {path}"
+    else:
+        value = draw(st.sampled_from(ODD_VALUES))
+        parent[key] = value
+        what = f"{path} = {value!r}"
+    return name, what, yaml.safe_dump_all(docs, sort_keys=False)
+
+
+@given(mutated())
+def test_a_changed_scenario_runs_or_is_refused_with_one_line(
+    change: tuple[str, str, str],
+) -> None:
+    name, what, text = change
+    note(f"{name}: {what}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_text(text)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["simulate", "-f", str(path), "--until", "7200", "--events", "/dev/null"])
+    errors = err.getvalue()
+    event(f"exit {code}")
+    assert "Traceback" not in errors, errors
+    assert code in (0, 2, 3, 4), (code, errors)
+    if code == 2:
+        lines = errors.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("asyncsched: error: "), errors
+        assert str(path) in lines[0], lines[0]
+
+
+def _plausible(value: Any, strings: list[str]) -> st.SearchStrategy[Any]:
+    """A value of the same shape as ``value``: what a user editing it might write."""
+    if isinstance(value, bool):
+        return st.just(not value)
+    if isinstance(value, int):
+        return st.sampled_from([0, 1, 2, 3, 5, 10, 100, -1, value + 1, max(value - 1, 0)])
+    if isinstance(value, float):
+        return st.sampled_from([0.0, 0.5, 1.0, 10.0, 1e6, value * 2])
+    if isinstance(value, str):
+        if value[:1].isdigit():  # an amount
+            return st.sampled_from(["0", "1", "100m", "2", "64", "1Gi", "0.5", "3Ki", "10"])
+        if _NAME.fullmatch(value):  # a name: another of the file's names
+            return st.sampled_from([s for s in strings if _NAME.fullmatch(s)])
+        return st.sampled_from(strings or [value])
+    return st.just(value)
+
+
+@st.composite
+def edited(draw: st.DrawFn) -> tuple[str, str, str]:
+    """(file name, what was changed, the changed file's text): one or a few fields of one
+    scenario file given another value of their own shape (another number, amount or name
+    from the file), a key dropped or a list item dropped or doubled."""
+    name = draw(st.sampled_from(FILES))
+    docs = _documents(name)
+    strings = sorted({s for s in _leaves(docs) if isinstance(s, str) and 0 < len(s) < 64})
+    whats = []
+    for _ in range(draw(st.integers(1, 3))):
+        parent: Any = docs
+        key: str | int = draw(st.integers(0, len(docs) - 1))
+        path: list[str | int] = [key]
+        while isinstance(parent[key], (dict, list)) and parent[key]:
+            node = parent[key]
+            children = (
+                [k for k in node if k not in ("apiVersion", "kind")]  # only ever refused
+                if isinstance(node, dict) else list(range(len(node)))
+            )  # fmt: skip
+            if not children or draw(st.integers(0, 5)) == 0:
+                break
+            parent, key = node, draw(st.sampled_from(children))
+            path.append(key)
+        node = parent[key]
+        how = draw(st.sampled_from(["value", "value", "value", "drop", "double"]))
+        if how == "drop" and len(path) > 2 and path[1:3] != ["metadata", "name"]:
+            del parent[key]
+            whats.append(f"dropped {path}")
+        elif how == "double" and isinstance(node, list) and node:
+            node.append(node[draw(st.integers(0, len(node) - 1))])
+            whats.append(f"doubled an item of {path}")
+        elif not isinstance(node, (dict, list)):
+            parent[key] = draw(_plausible(node, strings))
+            whats.append(f"{path}: {node!r} -> {parent[key]!r}")
+    return name, "; ".join(whats), yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def _leaves(node: Any) -> Iterator[Any]:
+    if isinstance(node, dict):
+        for child in node.values():
+            yield from _leaves(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _leaves(child)
+    else:
+        yield node
+
+
+@given(edited())
+def test_invariants_hold_on_an_edited_scenario(change: tuple[str, str, str]) -> None:
+    """The edits a user makes to a working file: what the loader takes must run under
+    every invariant the generated workloads are held to."""
+    name, what, text = change
+    note(f"{name}: {what}")
+    config = name.removesuffix(".yaml") + "-config.yaml"
+    try:
+        run = simulate(text, horizon=7200, config=config if (YAML / config).exists() else None)
+    except ManifestError:
+        reject()
+    event(f"outcome: {run.outcome.reason}")

@@ -169,12 +169,16 @@ def parse_policy(text: str, source: str = "policy") -> Policy:
 
 
 def _from_config_map(doc: dict[str, Any], source: str) -> tuple[Any, str]:
+    meta = doc.get("metadata") or {}
+    name = str(meta.get("name") or "") if isinstance(meta, dict) else ""
+    shown = f"ConfigMap {name}" if name else "ConfigMap"
     data = doc.get("data") or {}
-    name = (doc.get("metadata") or {}).get("name", "")
+    if not isinstance(data, dict):
+        raise PolicyError(f"{source}: {shown}: data must map keys to text")
     key = "policy.yaml" if "policy.yaml" in data else next(iter(data), "")
     if not key or not isinstance(data.get(key), str):
-        raise PolicyError(f"{source}: ConfigMap {name} has no policy.yaml in data")
-    where = f"{source}: ConfigMap {name}[{key}]"
+        raise PolicyError(f"{source}: {shown} has no policy.yaml in data")
+    where = f"{source}: {shown}[{key}]"
     try:
         return yaml.safe_load(data[key]), where
     except yaml.YAMLError as exc:
@@ -189,7 +193,7 @@ def _profile(raw: Any, where: str, warnings: list[str]) -> Profile:
         raise PolicyError(f"{where}.name: a profile needs a name")
     where = f"{where} ({name})"
     configs: dict[str, dict[str, Any]] = {}
-    for i, entry in enumerate(raw.get("pluginConfig") or []):
+    for i, entry in enumerate(_list(raw.get("pluginConfig"), f"{where}.pluginConfig")):
         here = f"{where}.pluginConfig[{i}]"
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise PolicyError(f"{here}: want name and args")
@@ -223,6 +227,15 @@ def _profile(raw: Any, where: str, warnings: list[str]) -> Profile:
     return Profile(name, evictor, load_aware, defrag)
 
 
+def _list(value: Any, where: str) -> list[Any]:
+    """A list field; absent (or null) is empty."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise PolicyError(f"{where}: want a list")
+    return value
+
+
 def _known(plugin: str, where: str) -> None:
     if plugin not in KNOWN_PLUGINS:
         raise PolicyError(f"{where}: unknown plugin {plugin!r} (known: {', '.join(KNOWN_PLUGINS)})")
@@ -239,11 +252,11 @@ def _enabled(plugins: Any, where: str, warnings: list[str]) -> set[str]:
         spec = spec or {}
         if not isinstance(spec, dict):
             raise PolicyError(f"{here}: want enabled/disabled lists")
-        for i, plugin in enumerate(spec.get("enabled") or []):
+        for i, plugin in enumerate(_list(spec.get("enabled"), f"{here}.enabled")):
             _known(str(plugin), f"{here}.enabled[{i}]")
             if plugin != DEFAULT_EVICTOR:
                 found.add(str(plugin))
-        for i, plugin in enumerate(spec.get("disabled") or []):
+        for i, plugin in enumerate(_list(spec.get("disabled"), f"{here}.disabled")):
             if plugin != "*":
                 _known(str(plugin), f"{here}.disabled[{i}]")
     return found

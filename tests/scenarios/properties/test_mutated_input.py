@@ -34,6 +34,8 @@ FILES = sorted(
 )
 """Cluster and workload files (configurations and descheduler policies are other
 inputs), small enough to simulate in a moment."""
+CONFIGS = sorted(p.name for p in YAML.glob("*-config.yaml"))
+POLICIES = sorted(p.name for p in YAML.glob("*-policy.yaml"))
 
 ODD_VALUES: list[Any] = [
     None, "", "x", "12x", "-1", "1e400", "0.5", "Always", " ", "a" * 300,
@@ -50,9 +52,9 @@ def _documents(name: str) -> list[Any]:
 
 
 @st.composite
-def mutated(draw: st.DrawFn) -> tuple[str, str, str]:
+def mutated(draw: st.DrawFn, files: list[str] = FILES) -> tuple[str, str, str]:
     """(file name, what was changed, the changed file's text)."""
-    name = draw(st.sampled_from(FILES))
+    name = draw(st.sampled_from(files))
     docs = _documents(name)
     index = draw(st.integers(0, len(docs) - 1))
     path: list[str | int] = []
@@ -85,18 +87,15 @@ def mutated(draw: st.DrawFn) -> tuple[str, str, str]:
     return name, what, yaml.safe_dump_all(docs, sort_keys=False)
 
 
-@given(mutated())
-def test_a_changed_scenario_runs_or_is_refused_with_one_line(
-    change: tuple[str, str, str],
-) -> None:
-    name, what, text = change
-    note(f"{name}: {what}")
+def _runs_or_is_refused(name: str, text: str, flags: list[str]) -> None:
+    """Simulate with ``text`` written as ``name`` and given to ``flags``' last flag."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / name
         path.write_text(text)
         out, err = io.StringIO(), io.StringIO()
+        argv = ["simulate", *flags, str(path), "--until", "7200", "--events", "/dev/null"]
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["simulate", "-f", str(path), "--until", "7200", "--events", "/dev/null"])
+            code = main(argv)
     errors = err.getvalue()
     event(f"exit {code}")
     assert "Traceback" not in errors, errors
@@ -105,6 +104,35 @@ def test_a_changed_scenario_runs_or_is_refused_with_one_line(
         lines = errors.splitlines()
         assert len(lines) == 1 and lines[0].startswith("asyncsched: error: "), errors
         assert str(path) in lines[0], lines[0]
+
+
+@given(mutated())
+def test_a_changed_scenario_runs_or_is_refused_with_one_line(
+    change: tuple[str, str, str],
+) -> None:
+    name, what, text = change
+    note(f"{name}: {what}")
+    _runs_or_is_refused(name, text, ["-f"])
+
+
+@given(mutated(CONFIGS), st.sampled_from(["gang-training.yaml", "pdb-preempt.yaml"]))
+def test_a_changed_configuration_runs_or_is_refused_with_one_line(
+    change: tuple[str, str, str], cluster: str
+) -> None:
+    """The scheduler configuration (Volcano's format) edited: actions, tiers, arguments."""
+    name, what, text = change
+    note(f"{name}: {what}")
+    _runs_or_is_refused(name, text, ["-f", str(YAML / cluster), "--config"])
+
+
+@given(mutated(POLICIES))
+def test_a_changed_descheduler_policy_runs_or_is_refused_with_one_line(
+    change: tuple[str, str, str],
+) -> None:
+    name, what, text = change
+    note(f"{name}: {what}")
+    cluster = ["-f", str(YAML / "deschedule-after-maintenance.yaml")]
+    _runs_or_is_refused(name, text, [*cluster, "--descheduler-policy"])
 
 
 def _plausible(value: Any, strings: list[str]) -> st.SearchStrategy[Any]:

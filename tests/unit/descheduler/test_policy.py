@@ -86,6 +86,21 @@ def test_messages_say_what_is_wrong() -> None:
     assert "outside 0..100" in problem("cpu: 30, memory: 30}", "cpu: -1, memory: 30}")
     assert "unknown plugin 'Nope'" in problem("[LoadAware]", "[Nope]")
     assert "malformed YAML" in problem("profiles:", "profiles: [")
+    # found by the edited-input property (tests/scenarios/properties/test_mutated_input.py):
+    # each of these was a traceback
+    later = problem("  plugins:\n", "  pluginConfig: -1\n  plugins:\n")  # the later key wins
+    assert "pluginConfig: want a list" in later
+    assert "balance.enabled: want a list" in problem("enabled: [LoadAware]", "enabled: 3")
+
+
+def test_a_config_map_that_does_not_carry_text_is_refused() -> None:
+    for data in ("data: -1", "data: x", "data: [policy.yaml]"):
+        with pytest.raises(PolicyError, match=r"^cm.yaml: ConfigMap d: data must map keys"):
+            parse_policy(
+                f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: d}}\n{data}\n", "cm.yaml"
+            )
+    with pytest.raises(PolicyError, match=r"^cm.yaml: ConfigMap: data must map keys"):
+        parse_policy("apiVersion: v1\nkind: ConfigMap\nmetadata: x\ndata: x\n", "cm.yaml")
 
 
 def test_deviation_thresholds_may_exceed_targets() -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "QueueNode",
     "QueueTree",
     "declared",
+    "declared_capability",
     "queue_books",
 ]
 
@@ -156,6 +157,12 @@ def declared(quantities: Mapping[str, object]) -> dict[str, int]:
             except (QuantityError, ValueError):
                 continue
     return found
+
+
+def declared_capability(info: QueueInfo) -> dict[str, int]:
+    """A queue's ``spec.capability`` as written, zeros kept: Volcano's plugins bound an
+    extended resource a queue gives 0 of to none (cpu and memory at 0 do not bound)."""
+    return _spec_lists(info)[0]
 
 
 def _spec_lists(info: QueueInfo) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:

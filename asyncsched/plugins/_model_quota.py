@@ -23,6 +23,7 @@ from asyncsched.framework import Session
 from asyncsched.model import NodeInfo, TaskInfo
 from asyncsched.model.gpu_claims import GpuClaim
 from asyncsched.model.gpu_pools import GpuPools, pool_cards
+from asyncsched.model.queue_tree import declared_capability
 from asyncsched.model.status import ALLOCATED
 
 __all__ = ["ModelQuota"]
@@ -41,11 +42,10 @@ class ModelQuota:
         self.limits: dict[str, dict[str, int]] = {}
         """Per queue, its capability in each pool's resource it names."""
         for name, queue in ssn.queues.items():
-            capability = queue.capability
-            if capability is not None:
-                named = {r: capability.get(r) for r in capability.names() & resources}
-                if named:
-                    self.limits[name] = named
+            capability = declared_capability(queue)  # an explicit 0 allows no card
+            named = {r: max(capability[r], 0) for r in capability.keys() & resources}
+            if named:
+                self.limits[name] = named
         self.held: dict[str, dict[str, int]] = {}
         self.counted: dict[str, tuple[str, dict[str, int]]] = {}
         """What each task was counted as (queue, cards per pool), so taking it back takes

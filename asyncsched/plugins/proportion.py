@@ -35,7 +35,7 @@ from asyncsched.framework.hooks import (
     SHARE_RECLAIMABLE,
 )
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
-from asyncsched.model.queue_tree import queue_books
+from asyncsched.model.queue_tree import declared_capability, queue_books
 from asyncsched.model.resource import CPU, MEMORY, PODS
 from asyncsched.plugins._queue_metrics import report_queue
 from asyncsched.plugins._resources import (
@@ -92,13 +92,16 @@ def _within(amount: Resource, bound: dict[str, int]) -> Resource:
 
 
 def _real_capability(queue: QueueInfo, total: Resource, guarantees: Resource) -> dict[str, int]:
+    """The cluster less the other queues' guarantees, within the capability. As in
+    Volcano's proportion, cpu or memory at 0 (or below) in the capability bounds nothing,
+    while an extended resource at 0 leaves the queue none of it."""
     guarantee = queue.guarantee or Resource()
     base = exceeded_part(total, guarantees)
     names = total.names() | guarantee.names()
     bound = {n: base.get(n) + guarantee.get(n) for n in names}
-    for name, limit in (queue.capability or Resource()).items():
-        if name in bound and limit > 0:
-            bound[name] = min(bound[name], limit)
+    for name, limit in declared_capability(queue).items():
+        if name in bound and (limit > 0 or name not in (CPU, MEMORY, PODS)):
+            bound[name] = min(bound[name], max(limit, 0))
     return bound
 
 

@@ -71,3 +71,19 @@ def test_generic_gpu_pods_count_against_the_capability_of_their_cards_model(
     assert most_on(run, "b-inference", {"a100-0"}) == 2
     most = {(m["queue"], m["resource"]): m["most"] for m in run.summary["model_cards"]}
     assert most == {("team-b", "nvidia.com/a100"): 2}
+
+
+def test_a_capability_of_zero_cards_of_a_model_keeps_the_queue_off_that_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An explicit 0 bounds, as Volcano's plugins read an extended resource at 0 (found by
+    the generated workloads: a queue at 0 A100 got A100 cards through vGPU requests)."""
+    text = (YAML / "gpu-model-pools-generic.yaml").read_text()
+    variant = tmp_path / "zero-a100.yaml"
+    variant.write_text(
+        text.replace('capability: {nvidia.com/a100: "2"}', 'capability: {nvidia.com/a100: "0"}')
+    )
+    run = simulate(capsys, tmp_path, variant, config=CONFIG)
+    assert run.code == 0, run.stderr
+    assert {e["node"] for e in run.of("bound")} == {"t4-0"}
+    assert most_on(run, "b-inference", {"a100-0"}) == 0

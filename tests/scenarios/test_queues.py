@@ -87,3 +87,14 @@ def test_unknown_dequeue_strategy_is_refused_naming_the_queue(
         f"asyncsched: error: {bad}: Queue strict: spec.dequeueStrategy 'lifo' must be one of "
         "fifo, traverse"
     ]
+
+
+@pytest.mark.parametrize("config", [None, "capacity-config.yaml"])
+def test_a_capability_of_zero_gpus_admits_no_gpu_pod_and_zero_cpu_bounds_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, config: str | None
+) -> None:
+    run = simulate(capsys, tmp_path, "capability-zero.yaml", config=config)
+
+    assert run.code == 4, run.stdout  # stuck: the GPU pod can never start in that queue
+    assert [e["name"] for e in run.of("bound")] == ["preprocess"]
+    assert "Pod default/train (1 pod)" in run.stdout.split("waiting when the run ended")[1]

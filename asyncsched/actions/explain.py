@@ -82,6 +82,12 @@ def waiting_reason(ssn: Session, task: TaskInfo) -> str:
     held = job_waiting_reason(ssn, job)
     if held:
         return held
+    actions = ssn.configuration.actions
+    if "allocate" not in actions and not ("backfill" in actions and task.best_effort):
+        return (
+            f"the scheduler's configuration has no allocate action (actions: "
+            f"{', '.join(actions) or 'none'}), so no pod asking for resources is placed"
+        )
     queue = ssn.queue_of(job)
     placement = find_node(ssn, task)
     if placement is None:

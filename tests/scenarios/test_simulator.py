@@ -55,3 +55,18 @@ def test_lone_pods_are_each_a_gang_of_their_own(
     assert started == [0.0, 0.0, 10.0], "two fit at once, each finishes alone"
     groups = {e["job"] for e in run.of("bound")}
     assert len(groups) == 3
+
+
+def test_a_configuration_without_allocate_says_so_for_what_waits(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Found by the edited-configuration property: it said the gang did not fit at once."""
+    config = tmp_path / "enqueue-only.yaml"
+    config.write_text("actions: enqueue\ntiers:\n- plugins:\n  - name: drf\n  - name: proportion\n")
+    run = simulate(capsys, tmp_path, "gang-training.yaml", config=config)
+    assert run.code == 4, run.stdout  # stuck
+    waiting = run.stdout.split("waiting when the run ended")[1]
+    assert (
+        "PodGroup ml/training-a (6 pods): the scheduler's configuration has no allocate " in waiting
+    )
+    assert "does not fit at once" not in waiting

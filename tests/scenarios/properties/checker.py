@@ -39,20 +39,35 @@ __all__ = ["Checker", "default_invariants"]
 
 
 def default_invariants(
-    *, conformance: bool = True, pdb: bool = False, descheduler: bool = False
+    *,
+    conformance: bool = True,
+    pdb: bool = False,
+    descheduler: bool = False,
+    gang: bool = True,
+    allocate: bool = True,
 ) -> list[Invariant]:
-    """Every invariant; ``conformance``, ``pdb``: the configuration has that plugin;
-    ``descheduler``: a descheduler runs too."""
+    """Every invariant; ``conformance``, ``pdb``, ``gang``: the configuration has that
+    plugin (without gang, as in Volcano, nothing keeps a group whole); ``allocate``: it has
+    that action (without it no session tries a pod, so none is told why it waits; the
+    summary says it); ``descheduler``: a descheduler runs too."""
     return [
         RunEnds(jobs=steering.CHECK_PENDING_JOBS, descheduler=descheduler),
         NamesAndUidsUnique(uids=steering.CHECK_UIDS),
         NodesNeverOverfull(),
         GpusNeverOverfull(),
         PlacementRespectsNode(),
-        GangNeverPartial(pending_best_effort_ready=steering.BEST_EFFORT_COUNTS_READY),
+        *(
+            [GangNeverPartial(pending_best_effort_ready=steering.BEST_EFFORT_COUNTS_READY)]
+            if gang
+            else []
+        ),
         NoDoubleBinding(),
-        PendingPodsHaveReasons(reasons_by_name if steering.REASONS_BY_NAME else None),
-        *eviction_invariants(conformance=conformance),
+        *(
+            [PendingPodsHaveReasons(reasons_by_name if steering.REASONS_BY_NAME else None)]
+            if allocate
+            else []
+        ),
+        *eviction_invariants(conformance=conformance, gang=gang),
         EvictionKeepsBudgets(),
         *([NoEvictionRefused()] if pdb else []),
         HardTopologyHeld(),

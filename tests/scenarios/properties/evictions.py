@@ -29,13 +29,13 @@ __all__ = [
 Amounts = dict[str, int]
 
 
-def eviction_invariants(*, conformance: bool) -> list[Invariant]:
-    """The eviction rules; ``conformance``: the configuration has the conformance plugin."""
+def eviction_invariants(*, conformance: bool, gang: bool = True) -> list[Invariant]:
+    """The eviction rules; ``conformance``, ``gang``: the configuration has that plugin."""
     return [
         EvictedOnce(),
         VictimsAllowed(conformance=conformance),
         DeschedulerVictims(),
-        EvictionKeepsGangs(),
+        *([EvictionKeepsGangs()] if gang else []),
         EvictionKeepsGuarantees(),
     ]
 

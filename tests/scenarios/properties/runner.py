@@ -117,6 +117,8 @@ def _simulate(
                 conformance="conformance" in plugins,
                 pdb="pdb" in plugins,
                 descheduler=descheduler is not None,
+                gang="gang" in plugins,
+                allocate="allocate" in configuration.actions,
             ),
         )
         capacity = [p for tier in configuration.tiers for p in tier.plugins if p.name == "capacity"]

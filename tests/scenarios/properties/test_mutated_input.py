@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from asyncsched.backends.sim.fields import ManifestError
 from asyncsched.cli import main
+from asyncsched.framework import ConfigError
 from tests.scenarios.properties.runner import simulate
 
 YAML = Path(__file__).resolve().parents[1] / "yaml"
@@ -47,6 +48,7 @@ ODD_VALUES: list[Any] = [
 """What a hand-edited manifest can hold where another shape was meant."""
 
 _NAME = re.compile(r"[a-z][a-z0-9.-]*")
+ACTIONS = ["enqueue", "allocate", "backfill", "preempt", "reclaim"]
 
 
 def _documents(name: str) -> list[Any]:
@@ -157,11 +159,11 @@ def _plausible(value: Any, strings: list[str]) -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def edited(draw: st.DrawFn) -> tuple[str, str, str]:
+def edited(draw: st.DrawFn, files: list[str] = FILES) -> tuple[str, str, str]:
     """(file name, what was changed, the changed file's text): one or a few fields of one
     scenario file given another value of their own shape (another number, amount or name
     from the file), a key dropped or a list item dropped or doubled."""
-    name = draw(st.sampled_from(FILES))
+    name = draw(st.sampled_from(files))
     docs = _documents(name)
     strings = sorted({s for s in _leaves(docs) if isinstance(s, str) and 0 < len(s) < 64})
     whats = []
@@ -187,6 +189,10 @@ def edited(draw: st.DrawFn) -> tuple[str, str, str]:
         elif how == "double" and isinstance(node, list) and node:
             node.append(node[draw(st.integers(0, len(node) - 1))])
             whats.append(f"doubled an item of {path}")
+        elif key == "actions":  # a configuration's: another choice and order of actions
+            chosen = draw(st.permutations(ACTIONS))[: draw(st.integers(1, len(ACTIONS)))]
+            parent[key] = ", ".join(chosen)
+            whats.append(f"{path}: {node!r} -> {parent[key]!r}")
         elif not isinstance(node, (dict, list)):
             parent[key] = draw(_plausible(node, strings))
             whats.append(f"{path}: {node!r} -> {parent[key]!r}")
@@ -215,4 +221,35 @@ def test_invariants_hold_on_an_edited_scenario(change: tuple[str, str, str]) -> 
         run = simulate(text, horizon=7200, config=config if (YAML / config).exists() else None)
     except ManifestError:
         reject()
+    event(f"outcome: {run.outcome.reason}")
+
+
+WORKLOADS = [
+    "gang-training.yaml",
+    "preempt-priority.yaml",
+    "reclaim-guarantee.yaml",
+    "capacity-hierarchy.yaml",
+    "pdb-preempt.yaml",
+    "vgpu-sharing.yaml",
+]
+"""Workloads that make a configuration's actions and plugins work: gangs, priorities,
+queues to reclaim between, a queue tree, budgets and vGPU."""
+
+
+@given(edited(CONFIGS), st.sampled_from([w for w in WORKLOADS if (YAML / w).exists()]))
+def test_invariants_hold_under_an_edited_configuration(
+    change: tuple[str, str, str], workload: str
+) -> None:
+    """Actions or plugins dropped, doubled or swapped for another the file names, arguments
+    given other values: what the loader takes must schedule under every invariant, and no
+    plugin may fail."""
+    name, what, config = change
+    note(f"{name}: {what}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name  # a file: the runner adds nothing to it
+        path.write_text(config)
+        try:
+            run = simulate((YAML / workload).read_text(), horizon=7200, config=str(path))
+        except (ConfigError, ManifestError):
+            reject()
     event(f"outcome: {run.outcome.reason}")

@@ -70,3 +70,12 @@ def test_a_configuration_without_allocate_says_so_for_what_waits(
         "PodGroup ml/training-a (6 pods): the scheduler's configuration has no allocate " in waiting
     )
     assert "does not fit at once" not in waiting
+
+
+def test_a_later_document_of_a_node_is_an_updated_event(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """node-c is cordoned at first and its second document (t=300) uncordons it."""
+    run = simulate(capsys, tmp_path, "deschedule-after-maintenance.yaml")
+    nodes = [(e["time"], e["event"], e["name"]) for e in run.events if e["kind"] == "Node"]
+    assert nodes.count((300.0, "updated", "node-c")) == 1, nodes

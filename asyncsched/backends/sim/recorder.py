@@ -12,7 +12,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
-from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Pod, PodGroup, Queue
+from asyncsched.api import GROUP_NAME_ANNOTATION, Job, Node, Pod, PodGroup, Queue
 from asyncsched.api.core import ContainerStatus
 from asyncsched.backends.sim.fragmentation import FragMeter
 from asyncsched.backends.sim.gpu_meter import GpuMeter
@@ -339,8 +339,8 @@ class Recorder:
             self.emit(event, kind, meta.namespace, meta.name, **extra)
         elif change.event == "DELETED" and kind != "Command":
             self.emit("deleted", kind, meta.namespace, meta.name)
-        elif change.kind is Deployment and change.actor == USER:
-            self.emit("updated", kind, meta.namespace, meta.name)
+        elif change.kind in (Deployment, Node) and change.actor == USER:
+            self.emit("updated", kind, meta.namespace, meta.name)  # a later document of it
 
 
 def _restarts(statuses: list[ContainerStatus]) -> int:

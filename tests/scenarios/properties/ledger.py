@@ -115,6 +115,10 @@ class Ledger:
                 self.pods.pop((ns, name), None)
             elif kind == "Node":
                 self.nodes.pop(name, None)
+        elif kind == "Node" and what == "updated":  # cordoned, uncordoned, relabelled
+            node = self.world.node(name)
+            if node is not None:
+                self.nodes[name] = node
         elif kind == "Pod":
             self._pod_event(event)
         elif kind == "Job" and what == "phase":

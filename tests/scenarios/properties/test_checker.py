@@ -669,3 +669,21 @@ def test_model_capability_invariant_holds_and_catches_a_queue_beyond_it() -> Non
     run(2)  # its nvidia.com/gpu pods hold 2 A100s at most: its capability
     with pytest.raises(Violation, match=r"2 nvidia\.com/a100 cards > capability 1"):
         run(1)
+
+
+def test_a_node_updated_is_read_again() -> None:
+    """A later document of a Node (uncordoned here) comes as an ``updated`` event: pods
+    bound to it after are judged against the node as it is then, not as submitted."""
+    for told in (False, True):
+        w = world(p=facts(group=""))
+        w.nodes["n1"] = NodeFacts({"cpu": 2000, "pods": 110}, unschedulable=True)
+        checker = Checker(w, [PlacementRespectsNode()])
+        for event in (ev(0, "submitted", "n1", kind="Node"), ev(0, "submitted", "p")):
+            checker.feed(event)
+        w.nodes["n1"] = NodeFacts({"cpu": 2000, "pods": 110})
+        if told:
+            checker.feed(ev(1, "updated", "n1", kind="Node"))
+            checker.feed(ev(1, "bound", "p", node="n1"))
+        else:
+            with pytest.raises(Violation, match=r"bound to n1"):
+                checker.feed(ev(1, "bound", "p", node="n1"))

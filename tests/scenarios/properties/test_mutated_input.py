@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from asyncsched.backends.sim.fields import ManifestError
 from asyncsched.cli import main
+from asyncsched.descheduler.policy import PolicyError
 from asyncsched.framework import ConfigError
 from tests.scenarios.properties.runner import simulate
 
@@ -253,3 +254,32 @@ def test_invariants_hold_under_an_edited_configuration(
         except (ConfigError, ManifestError):
             reject()
     event(f"outcome: {run.outcome.reason}")
+
+
+@given(
+    edited([*POLICIES, "descheduler-seed000-policy.yaml" + CARRIED]),
+    st.sampled_from(
+        [
+            "deschedule-after-maintenance.yaml",
+            "deschedule-defragment-gang.yaml",
+            "deschedule-pdb.yaml",
+        ]
+    ),
+    st.sampled_from([10.0, 60.0]),
+)
+def test_invariants_hold_under_an_edited_descheduler_policy(
+    change: tuple[str, str, str], workload: str, interval: float
+) -> None:
+    """Thresholds, evictor arguments and plugins edited: whatever the policy reader takes,
+    the descheduler moves only what it may (no gang below minMember, no budget broken,
+    only pods a controller makes again) among the scheduler's sessions."""
+    name, what, policy = change
+    note(f"{name}: {what}")
+    text = (YAML / workload).read_text()
+    try:
+        # beyond the longest wait the edits can write (waitingThreshold: 100m)
+        run = simulate(text, horizon=20_000, descheduler=(policy, interval))
+    except (PolicyError, ManifestError):
+        reject()
+    moved = run.events.count(b'"by":"descheduler"')
+    event("pods descheduled: " + ("3 or more" if moved >= 3 else str(moved)))

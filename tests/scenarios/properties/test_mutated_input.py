@@ -18,15 +18,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from hypothesis import event, given, note, reject
+from hypothesis import event, given, note, reject, settings
 from hypothesis import strategies as st
 
 from asyncsched.backends.sim.fields import ManifestError
 from asyncsched.cli import main
 from asyncsched.descheduler.policy import PolicyError
 from asyncsched.framework import ConfigError
-from tests.scenarios.properties.runner import simulate
+from asyncsched.model import kernels
+from tests.scenarios.properties.runner import kernels_used, simulate
 
 YAML = Path(__file__).resolve().parents[1] / "yaml"
 FILES = sorted(
@@ -209,6 +211,31 @@ def _leaves(node: Any) -> Iterator[Any]:
             yield from _leaves(child)
     else:
         yield node
+
+
+@settings(max_examples=max(10, settings().max_examples // 2))
+@given(edited(), st.sampled_from([None, 1, 3]))
+def test_an_edited_scenario_decides_the_same_twice_and_with_either_kernels(
+    change: tuple[str, str, str], budget: int | None
+) -> None:
+    """Same input, same events: a second run, and one on the NumPy twins of the compiled
+    kernels, over the features the scenario files use (Jobs, Deployments, Commands,
+    topology, devices), with and without a session budget."""
+    name, what, text = change
+    note(f"{name}: {what}")
+    config = name.removesuffix(".yaml") + "-config.yaml"
+    chosen = config if (YAML / config).exists() else None
+    try:
+        first = simulate(text, horizon=7200, config=chosen, checked=False, session_budget=budget)
+    except ManifestError:
+        reject()
+    again = simulate(text, horizon=7200, config=chosen, checked=False, session_budget=budget)
+    assert again.events == first.events, "a second run of the same input differs"
+    if not kernels.NATIVE:
+        pytest.skip("the compiled kernels are not built; nothing to compare the twins with")
+    with kernels_used(native=False):
+        pure = simulate(text, horizon=7200, config=chosen, checked=False, session_budget=budget)
+    assert pure.events == first.events, "the NumPy twins decide differently from the kernels"
 
 
 @given(edited())

@@ -108,10 +108,11 @@ class Statement:
                 node.add_task(task)
                 self.ssn.fire_allocate(task)
             else:
-                task.set_node("")
                 if task.gpu_claim is not op.claim:
                     task.set_gpu_claim(op.claim)
+                # as Volcano's unallocate: the handlers still see the node the task leaves
                 self.ssn.fire_deallocate(task)
+                task.set_node("")
 
     def discard(self) -> None:
         """Undo every operation, newest first."""

@@ -181,3 +181,26 @@ def test_a_pod_of_a_class_that_never_preempts_waits_instead(
     assert run.code == 0, run.stderr
     assert run.of("evicted") == []
     assert [(e["time"], e["name"]) for e in run.of("bound")][-1] == (30.0, "report-0")
+
+
+def test_an_undone_placement_leaves_no_trace_in_gpufrags_books(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Under the suite's snapshot check: a session on the incremental snapshot decided
+    otherwise than on a fresh one, because gpufrag kept an undone placement's cpu."""
+    run = simulate(
+        capsys,
+        tmp_path,
+        "found-gpufrag-undone-placement.yaml",
+        config="found-gpufrag-undone-placement-config.yaml",
+    )
+
+    assert run.code == 0, run.stdout
+    at_five = sorted((e["name"], e["node"]) for e in run.of("bound") if e["time"] == 5.0)
+    # what a session on a fresh snapshot places (pair, tried and undone, waits until t=15)
+    assert at_five == [
+        ("one-0", "node-1"),
+        ("spread-0", "node-0"),
+        ("spread-1", "node-0"),
+        ("spread-2", "node-1"),
+    ]

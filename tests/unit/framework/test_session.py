@@ -101,3 +101,23 @@ def test_event_handlers_are_told_in_tier_order_and_a_raising_one_is_dropped() ->
     Statement(ssn).allocate(ssn.jobs["default/b"].tasks["default/b-0"], ssn.nodes["n1"])
     assert told == ["reverse", "reverse"]
     assert [(f.plugin, f.hook) for f in ssn.result.failures] == [("broken", "on_allocate")]
+
+
+def test_deallocate_handlers_see_the_node_the_task_leaves() -> None:
+    """As in Volcano's unallocate: the handlers run before the task forgets its node (a
+    plugin that keeps per-node books, gpufrag's, reads the node again there; told after,
+    it kept the undone placement and decided otherwise than on a fresh snapshot)."""
+    ssn = _session("true")
+    task = ssn.jobs["default/a"].tasks["default/a-0"]
+    seen: list[tuple[str, int]] = []
+
+    def left(t: object) -> None:
+        assert t is task
+        seen.append((task.node_name, len(ssn.nodes["n1"].tasks)))
+
+    ssn.add_event_handler("reverse", EventHandler(on_deallocate=left))
+    stmt = Statement(ssn)
+    stmt.allocate(task, ssn.nodes["n1"])
+    stmt.discard()
+    assert seen == [("n1", 0)]  # the node named, the task already off it
+    assert task.node_name == ""

@@ -421,7 +421,8 @@ ON_DEALLOCATE: Hook[TaskEventFn] = Hook(
     "on_deallocate",
     "",
     dispatch.broadcast,
-    "Told of every task a statement evicts (or whose allocation it undoes).",
+    "Told of every task a statement evicts (or whose allocation it undoes); the task "
+    "still names the node it leaves, which no longer holds it.",
     answers=answers.NOTHING,
     mutates=True,
     cheap=True,

@@ -1,10 +1,14 @@
-"""The scenario files, each changed in one place, through the simulator.
+"""The files a user writes, edited, through the simulator: the scenario files, scheduler
+configurations and descheduler policies of tests/scenarios/yaml.
 
-Whatever a user's manifest holds, a run either goes (exit 0, or 3 and 4 for a deadlock or
-pods that can never be placed) or is refused with one line naming the file and the object
-(exit 2), never a traceback. Each example takes a scenario file of tests/scenarios/yaml,
-walks to one field of one document and replaces it with a value of another shape, drops
-it, or adds a key no schema has; then simulates the file.
+Two kinds of edit:
+- ``mutated``: one field given a value of another shape, dropped, or a key added. Whatever
+  the file then holds, a run goes (exit 0, or 3 and 4 for a deadlock or pods that can
+  never be placed) or is refused with one line naming the file (exit 2), never a traceback.
+- ``edited``: one to three fields given another value of their own shape (another number,
+  amount, name from the same file, choice of actions), a key or a list item dropped or
+  doubled. What the loader takes runs under every invariant of the generated workloads,
+  and gives the same events twice and on the NumPy twins.
 """
 
 from __future__ import annotations

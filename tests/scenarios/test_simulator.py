@@ -79,3 +79,49 @@ def test_a_later_document_of_a_node_is_an_updated_event(
     run = simulate(capsys, tmp_path, "deschedule-after-maintenance.yaml")
     nodes = [(e["time"], e["event"], e["name"]) for e in run.events if e["kind"] == "Node"]
     assert nodes.count((300.0, "updated", "node-c")) == 1, nodes
+
+
+LATE_NODE = """
+apiVersion: v1
+kind: Node
+metadata: {name: a}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: b, annotations: {simulation.asyncsched.io/submit-at: "50"}}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, annotations: {simulation.asyncsched.io/duration: "100"}}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, resources: {requests: {cpu: "4", memory: 8Gi}}}]
+"""
+
+GROWN_NODE = """
+---
+apiVersion: v1
+kind: Node
+metadata: {name: a, annotations: {simulation.asyncsched.io/submit-at: "50"}}
+status: {allocatable: {cpu: "8", memory: 8Gi, pods: "10"}}
+"""
+
+
+def test_utilization_counts_a_node_from_when_it_came_and_as_large_as_it_was(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """4 cpu held for 100 s. Node a has 4 cpu all along and node b 4 cpu from t=50: 400
+    of 600 cpu-seconds. With node a's later document giving it 8 cpu from t=50 too: 400
+    of 800."""
+    late = tmp_path / "late.yaml"
+    late.write_text(LATE_NODE)
+    run = simulate(capsys, tmp_path, late)
+    assert run.code == 0, run.stdout
+    assert run.summary["utilization"]["cpu"] == pytest.approx(400 / 600)
+
+    late.write_text(LATE_NODE + GROWN_NODE)
+    run = simulate(capsys, tmp_path, late)
+    assert run.code == 0, run.stdout
+    assert run.summary["utilization"]["cpu"] == pytest.approx(400 / 800)

@@ -340,6 +340,11 @@ class Recorder:
         elif change.event == "DELETED" and kind != "Command":
             self.emit("deleted", kind, meta.namespace, meta.name)
         elif change.kind in (Deployment, Node) and change.actor == USER:
+            if kind == "Node" and change.old is not None:
+                after, before = node_allocatable(change.obj)[0], node_allocatable(change.old)[0]
+                if after != before:
+                    self.usage.advance(self.clock())
+                    self.usage.add_capacity(after, meta.name, before=before)
             self.emit("updated", kind, meta.namespace, meta.name)  # a later document of it
 
 

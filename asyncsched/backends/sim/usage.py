@@ -40,6 +40,9 @@ class UsageMeter:
     capacity: Resource = field(default_factory=Resource)
     allocated: Resource = field(default_factory=Resource)
     integral: dict[str, float] = field(default_factory=dict)
+    capacity_integral: dict[str, float] = field(default_factory=dict)
+    """Per resource, the capacity there was, integrated over time: a node submitted late
+    counts from when it came."""
     queue_integral: dict[str, dict[str, float]] = field(default_factory=dict)
     contended_time: float = 0.0
     held: dict[str, float] = field(default_factory=dict)
@@ -76,6 +79,8 @@ class UsageMeter:
         if span > 0:
             for name, value in self.allocated.items():
                 self.integral[name] = self.integral.get(name, 0.0) + value * span
+            for name, value in self.capacity.items():
+                self.capacity_integral[name] = self.capacity_integral.get(name, 0.0) + value * span
             for queue, used in self._queue_allocated.items():
                 bucket = self.queue_integral.setdefault(queue, {})
                 for name, value in used.items():
@@ -117,8 +122,11 @@ class UsageMeter:
         if changed:
             self._changed()
 
-    def add_capacity(self, amount: Resource, node: str = "") -> None:
-        self.capacity = self.capacity + amount
+    def add_capacity(
+        self, amount: Resource, node: str = "", before: Resource | None = None
+    ) -> None:
+        """A node came with ``amount`` (or, with ``before``, its allocatable changed)."""
+        self.capacity = self.capacity + amount - (before or Resource())
         if self.timeline is not None:
             self.timeline.node_gpus(node, total=amount.get(GPU))
         self._changed()
@@ -143,11 +151,12 @@ class UsageMeter:
         self._changed()
 
     def utilization(self, end: float) -> dict[str, float]:
-        """Mean fraction of each resource's capacity in use over [0, end]."""
+        """Mean fraction of each resource's capacity in use over [0, end] (integrated up to
+        ``end`` by ``advance``): what was held against the capacity there was at the time."""
         if end <= 0:
             return {}
         return {
-            name: self.integral.get(name, 0.0) / (total * end)
-            for name, total in sorted(self.capacity.items())
-            if total
+            name: self.integral.get(name, 0.0) / total
+            for name, total in sorted(self.capacity_integral.items())
+            if total > 0
         }

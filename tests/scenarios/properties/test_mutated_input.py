@@ -165,6 +165,13 @@ def _plausible(value: Any, strings: list[str]) -> st.SearchStrategy[Any]:
     return st.just(value)
 
 
+def _paired_config(name: str) -> str | None:
+    """The configuration a scenario file is run with (``X-config.yaml`` beside ``X.yaml``),
+    None for the default."""
+    config = name.removesuffix(".yaml") + "-config.yaml"
+    return config if (YAML / config).exists() else None
+
+
 @st.composite
 def edited(draw: st.DrawFn, files: list[str] = FILES) -> tuple[str, str, str]:
     """(file name, what was changed, the changed file's text): one or a few fields of one
@@ -227,8 +234,7 @@ def test_an_edited_scenario_decides_the_same_twice_and_with_either_kernels(
     topology, devices), with and without a session budget."""
     name, what, text = change
     note(f"{name}: {what}")
-    config = name.removesuffix(".yaml") + "-config.yaml"
-    chosen = config if (YAML / config).exists() else None
+    chosen = _paired_config(name)
     try:
         first = simulate(text, horizon=7200, config=chosen, checked=False, session_budget=budget)
     except ManifestError:
@@ -248,9 +254,8 @@ def test_invariants_hold_on_an_edited_scenario(change: tuple[str, str, str]) -> 
     every invariant the generated workloads are held to."""
     name, what, text = change
     note(f"{name}: {what}")
-    config = name.removesuffix(".yaml") + "-config.yaml"
     try:
-        run = simulate(text, horizon=7200, config=config if (YAML / config).exists() else None)
+        run = simulate(text, horizon=7200, config=_paired_config(name))
     except ManifestError:
         reject()
     event(f"outcome: {run.outcome.reason}")

@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from asyncsched.api import Queue
+from asyncsched.api.quantity import QuantityError, to_units
 from asyncsched.api.volcano import DEQUEUE_FIFO, DEQUEUE_TRAVERSE
 from asyncsched.model.resource import Resource
 from asyncsched.model.timestamps import parse_timestamp
 
-__all__ = ["QueueInfo", "QueueState"]
+__all__ = ["QueueInfo", "QueueState", "declared"]
+
+
+def declared(quantities: Mapping[str, object]) -> dict[str, int]:
+    """A resource list as written, zeros kept (an explicit 0 bounds; an absent name does not).
+
+    Values that are not quantities are left out: the input checks refuse them
+    before a Queue gets this far.
+    """
+    found = {}
+    for name, value in quantities.items():
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            try:
+                found[name] = to_units(name, value)
+            except (QuantityError, ValueError):
+                continue
+    return found
 
 
 class QueueState:
@@ -22,6 +41,9 @@ class QueueInfo:
     __slots__ = (
         "capability",
         "creation",
+        "declared_capability",
+        "declared_deserved",
+        "declared_guarantee",
         "dequeue_strategy",
         "deserved",
         "guarantee",
@@ -64,6 +86,22 @@ class QueueInfo:
         self.creation = creation
         self.queue = queue
         self.dequeue_strategy = dequeue_strategy
+        self.declared_capability: Mapping[str, int]
+        """``spec.capability`` as written, zeros kept: Volcano's plugins give a queue none
+        of an extended resource its capability gives 0 of (cpu and memory at 0 do not
+        bound). Parsed once with the Queue; read-only, like the rest."""
+        self.declared_deserved: Mapping[str, int]
+        self.declared_guarantee: Mapping[str, int]
+        if queue is None:  # built by hand: only the non-zero amounts are known
+            self.declared_capability = (capability or Resource()).as_dict()
+            self.declared_deserved = (deserved or Resource()).as_dict()
+            self.declared_guarantee = (guarantee or Resource()).as_dict()
+        else:
+            spec = queue.spec
+            listed = spec.guarantee.get("resource") if spec.guarantee else None
+            self.declared_capability = declared(spec.capability)
+            self.declared_deserved = declared(spec.deserved)
+            self.declared_guarantee = declared(listed) if isinstance(listed, dict) else {}
 
     @classmethod
     def from_queue(cls, queue: Queue) -> QueueInfo:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
-from asyncsched.api.quantity import MAX_UNITS, QuantityError, to_units
+from asyncsched.api.quantity import MAX_UNITS
 from asyncsched.model import kernels
 from asyncsched.model.books import (
     SettledTotals,
@@ -41,8 +41,7 @@ __all__ = [
     "QueueBooks",
     "QueueNode",
     "QueueTree",
-    "declared",
-    "declared_capability",
+    "bounding_capability",
     "queue_books",
 ]
 
@@ -143,44 +142,15 @@ def queue_books(
     }
 
 
-def declared(quantities: Mapping[str, object]) -> dict[str, int]:
-    """A resource list as written, zeros kept (an explicit 0 bounds; an absent name does not).
-
-    Values that are not quantities are left out: the input checks refuse them
-    before a Queue gets this far.
-    """
-    found = {}
-    for name, value in quantities.items():
-        if isinstance(value, str | int | float) and not isinstance(value, bool):
-            try:
-                found[name] = to_units(name, value)
-            except (QuantityError, ValueError):
-                continue
-    return found
+def bounding_capability(info: QueueInfo) -> dict[str, int]:
+    """What a queue's capability bounds, per resource: as declared, zeros of extended
+    resources kept, cpu and memory left out where they do not bound (unset or 0)."""
+    return _flat_capability(info.declared_capability)
 
 
-def declared_capability(info: QueueInfo) -> dict[str, int]:
-    """A queue's ``spec.capability`` as written, zeros kept: Volcano's plugins bound an
-    extended resource a queue gives 0 of to none (cpu and memory at 0 do not bound)."""
-    return _spec_lists(info)[0]
-
-
-def _spec_lists(info: QueueInfo) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+def _spec_lists(info: QueueInfo) -> tuple[Mapping[str, int], Mapping[str, int], Mapping[str, int]]:
     """(capability, deserved, guarantee) of a queue as declared, zeros kept."""
-    queue = info.queue
-    if queue is None:  # built by hand: only the non-zero amounts are known
-        return (
-            (info.capability or Resource()).as_dict(),
-            (info.deserved or Resource()).as_dict(),
-            (info.guarantee or Resource()).as_dict(),
-        )
-    spec = queue.spec
-    guarantee = spec.guarantee.get("resource") if spec.guarantee else None
-    return (
-        declared(spec.capability),
-        declared(spec.deserved),
-        declared(guarantee) if isinstance(guarantee, dict) else {},
-    )
+    return info.declared_capability, info.declared_deserved, info.declared_guarantee
 
 
 @dataclass
@@ -339,7 +309,7 @@ class QueueTree:
         return cls(nodes, hierarchical=True)
 
 
-def _flat_capability(capability: dict[str, int]) -> dict[str, int]:
+def _flat_capability(capability: Mapping[str, int]) -> dict[str, int]:
     """A declared capability; an unset or non-positive cpu or memory does not bound."""
     cap = dict(capability)
     for name in (CPU, MEMORY):
@@ -366,7 +336,7 @@ def _take_books(node: QueueNode, books: QueueBooks | None) -> None:
         node.elastic = books.elastic
 
 
-def _root_capability(declared_cap: dict[str, int], total: Resource) -> dict[str, int]:
+def _root_capability(declared_cap: Mapping[str, int], total: Resource) -> dict[str, int]:
     """Root reaches without limit unless its capability says otherwise: cpu, memory and
     every resource the cluster has."""
     if not any(v > 0 for v in declared_cap.values()):
@@ -413,7 +383,7 @@ def _link(nodes: dict[str, QueueNode]) -> None:
 def _descend(
     parent: QueueNode,
     nodes: dict[str, QueueNode],
-    specs: Mapping[str, tuple[dict[str, int], dict[str, int], dict[str, int]]],
+    specs: Mapping[str, tuple[Mapping[str, int], Mapping[str, int], Mapping[str, int]]],
 ) -> None:
     """Each child's deserved, effective capability and reach, from its parent's (top down)."""
     children = [nodes[c] for c in parent.children]

@@ -23,7 +23,6 @@ from asyncsched.framework import Session
 from asyncsched.model import NodeInfo, TaskInfo
 from asyncsched.model.gpu_claims import GpuClaim
 from asyncsched.model.gpu_pools import GpuPools, pool_cards
-from asyncsched.model.queue_tree import declared_capability
 from asyncsched.model.status import ALLOCATED
 
 __all__ = ["ModelQuota"]
@@ -42,7 +41,7 @@ class ModelQuota:
         self.limits: dict[str, dict[str, int]] = {}
         """Per queue, its capability in each pool's resource it names."""
         for name, queue in ssn.queues.items():
-            capability = declared_capability(queue)  # an explicit 0 allows no card
+            capability = queue.declared_capability  # an explicit 0 allows no card
             named = {r: max(capability[r], 0) for r in capability.keys() & resources}
             if named:
                 self.limits[name] = named

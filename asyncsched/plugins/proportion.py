@@ -35,7 +35,7 @@ from asyncsched.framework.hooks import (
     SHARE_RECLAIMABLE,
 )
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
-from asyncsched.model.queue_tree import declared_capability, queue_books
+from asyncsched.model.queue_tree import bounding_capability, queue_books
 from asyncsched.model.resource import CPU, MEMORY, PODS
 from asyncsched.plugins._queue_metrics import report_queue
 from asyncsched.plugins._resources import (
@@ -99,7 +99,7 @@ def _real_capability(queue: QueueInfo, total: Resource, guarantees: Resource) ->
     base = exceeded_part(total, guarantees)
     names = total.names() | guarantee.names()
     bound = {n: base.get(n) + guarantee.get(n) for n in names}
-    for name, limit in declared_capability(queue).items():
+    for name, limit in queue.declared_capability.items():
         if name in bound and (limit > 0 or name not in (CPU, MEMORY, PODS)):
             bound[name] = min(bound[name], max(limit, 0))
     return bound
@@ -292,7 +292,7 @@ class ProportionPlugin:
         for name, attr in sorted(self.queues.items()):  # the same order every time
             ssn.result.deserved[name] = attr.deserved.as_dict()
             queue = ssn.queues.get(name)
-            capability = queue.capability.as_dict() if queue and queue.capability else {}
+            capability = bounding_capability(queue) if queue is not None else {}
             report_queue(
                 ssn,
                 name,

@@ -196,6 +196,42 @@ def test_volcanos_queue_metrics_come_from_the_queue_sharing_plugin() -> None:
     assert "# TYPE volcano_queue_overused gauge" in text
 
 
+CAPACITY_CONF = """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: capacity
+"""
+
+
+@pytest.mark.parametrize("plugin", ["proportion", "capacity"])
+def test_a_capability_of_zero_gpus_is_reported_as_zero_not_left_out(plugin: str) -> None:
+    from asyncsched.backends.config_source import ConfigSource
+    from asyncsched.framework import Registry, load_configuration, run_session
+    from tests.builders import node, pod, podgroup, queue, snapshot
+
+    snap = snapshot(
+        node("n1", cpu="4", gpu=2),
+        queue("default", capability={"cpu": "8", "nvidia.com/gpu": "0"}),
+        podgroup("train", 1),
+        pod("train-0", cpu="1", gpu=1, group="train"),
+    )
+    loaded = ConfigSource(Registry()).current
+    if plugin == "capacity":
+        loaded = load_configuration(CAPACITY_CONF, Registry(), "capacity.yaml")
+    result, _ = run_session(snap, loaded, "s1")
+    metrics = Metrics()
+    metrics.observe_session(result)
+    text = metrics.exposition().decode()
+
+    assert not result.binds, "a queue given 0 GPUs runs no GPU pod"
+    gpus = 'volcano_queue_capacity_scalar_resources{queue_name="default",resource="nvidia.com/gpu"}'
+    assert f"{gpus} 0.0" in text, "a bound of 0 is a bound, and is shown"
+    assert 'volcano_queue_capacity_milli_cpu{queue_name="default"} 8000.0' in text
+    assert "volcano_queue_capacity_memory_bytes{" not in text, "memory is not bounded"
+
+
 # Every metric of pkg/scheduler/metrics in Volcano (metrics.go, queue.go, job.go,
 # namespace.go), as exposed. The namespace_* gauges are registered there and never set by
 # any of Volcano's code, so neither Volcano nor asyncsched exports a series for them.

@@ -198,6 +198,7 @@ class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     start_time: str | None = None
     nominated_node_name: str = ""
     container_statuses: list[ContainerStatus] = []
+    init_container_statuses: list[ContainerStatus] = []
 
 
 class Pod(

@@ -337,6 +337,39 @@ async def test_pod_failed_restarts_the_job_until_max_retry_then_fails(env: Env) 
     assert done["status"]["retryCount"] == 2
 
 
+async def test_restart_task_is_one_retry_its_own_deletions_fire_no_policy(env: Env) -> None:
+    """With the usual [PodFailed, PodEvicted] -> RestartTask policy, the pods the
+    controller deletes are marked volcano.sh/controller-out-of-sync first, so their
+    deletions come back as no eviction: one failed pod is one retry, the task's pods are
+    made anew once, and the other task's pod is left alone."""
+    worker = _task(
+        "worker",
+        2,
+        held=env.ns,
+        policies=[{"events": ["PodFailed", "PodEvicted"], "action": "RestartTask"}],
+    )
+    await env.submit(_job("rt", [worker, _task("ps", 1, held=env.ns)]))  # fmt: skip
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await env.wait_pods("rt", 3)}
+
+    async def live() -> dict[str, str]:
+        pods = [p for p in await env.pods("rt") if not p["metadata"].get("deletionTimestamp")]
+        return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+
+    async def made_anew() -> bool:
+        now = await live()
+        return len(now) == 3 and all(now[n] != before[n] for n in now if "worker" in n)
+
+    await _fail(env, "rt-worker-0")
+    await env.wait(made_anew, 30, "the worker task made anew")
+    after = await live()
+    await asyncio.sleep(2)  # the deletions' echoes have come back by now
+    status = (await env.job("rt"))["status"]
+    assert status["retryCount"] == 1, status
+    assert status["state"]["phase"] in ("Pending", "Running"), status
+    assert await live() == after, "the new pods were not deleted again"
+    assert after["rt-ps-0"] == before["rt-ps-0"]
+
+
 @contextlib.asynccontextmanager
 async def _priority_classes(env: Env) -> AsyncIterator[tuple[str, str]]:
     """A low (10) and a high (1000) PriorityClass of this test, deleted afterwards."""

@@ -160,3 +160,51 @@ def test_a_job_restarted_into_a_closed_queue_waits_and_the_run_says_why(
     assert "result: stuck at t=10s: 1 gang or lone pod can never be scheduled" in run.stdout
     waiting = run.stdout.split("waiting when the run ended", 1)[1]
     assert "Job default/too-big (0 pods): queue research is not open" in waiting
+
+
+def _job_steps(run: Run, name: str) -> list[tuple[float, str, int]]:
+    return [
+        (e["time"], e["phase"], e.get("retryCount", 0))
+        for e in run.of("phase")
+        if e["kind"] == "Job" and e["name"] == name
+    ]
+
+
+def test_restart_task_counts_one_retry_per_round_of_failures(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The controller's own deletions are no evictions: one retry at each of t=30, 60 and
+    90, and the Job fails at the third (maxRetry 3), the ps pod running until then."""
+    run = simulate(capsys, tmp_path, NODES, "job-restart-task.yaml")
+
+    assert run.code == 0, run.stderr
+    restarts = [(t, n) for t, p, n in _job_steps(run, "sweep") if p in ("Restarting", "Failed")]
+    assert restarts == [(30, 1), (60, 2), (90, 3)]
+    assert _job_steps(run, "sweep")[-1][:2] == (90, "Failed")
+    ps = [e["time"] for e in run.of("deleted") if e["kind"] == "Pod" and e["name"] == "sweep-ps-0"]
+    assert ps == [90]
+
+
+def test_a_podgroup_turning_unknown_fires_the_jobs_unknown_policy(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "job-unknown-restart.yaml", extra=["--until", "100"])
+
+    group = [e["phase"] for e in run.of("phase") if e["kind"] == "PodGroup" and "gang" in e["name"]]
+    assert "Unknown" in group
+    assert (30, "Restarting", 2) in _job_steps(run, "gang")
+    last = [e for e in run.of("phase") if e["kind"] == "Job"][-1]
+    assert last["reason"] == "RestartJob"
+
+
+def test_task_failed_fires_once_restarts_reach_the_tasks_max_retry(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, NODES, "job-task-failed.yaml")
+
+    assert run.code == 0, run.stderr
+    assert [e["time"] for e in run.of("restarted")] == [30]
+    assert [(t, p) for t, p, _ in _job_steps(run, "crashloop")][-2:] == [
+        (30, "Terminating"),
+        (30, "Terminated"),
+    ]

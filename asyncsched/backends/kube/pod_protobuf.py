@@ -217,6 +217,7 @@ _POD_STATUS: Message = {
     6: Field("podIP"),
     7: Field("startTime", TIME),
     8: Field("containerStatuses", MESSAGE, _CONTAINER_STATUS, repeated=True),
+    10: Field("initContainerStatuses", MESSAGE, _CONTAINER_STATUS, repeated=True),
     11: Field("nominatedNodeName"),
 }
 

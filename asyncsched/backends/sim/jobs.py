@@ -41,6 +41,7 @@ from asyncsched.controllers.job import (
     owning_job,
     pod_request,
     podgroup_name,
+    podgroup_request,
     reconcile,
     with_defaults,
 )
@@ -141,11 +142,17 @@ class JobController:
             self._dirty[job_key] = None
 
     def _podgroup(self, change: WatchEvent) -> None:
-        """The scheduler moved a PodGroup (Inqueue, Running...): its Job takes a look."""
+        """The scheduler moved a PodGroup (Inqueue, Running...): its Job takes a look, and
+        a move to Unknown is the Job's Unknown event."""
         pg: PodGroup = change.obj
         for ref in pg.metadata.owner_references:
             if ref.controller and ref.kind == "Job":
-                self._dirty[f"{pg.metadata.namespace}/{ref.name}"] = None
+                key = f"{pg.metadata.namespace}/{ref.name}"
+                self._dirty[key] = None
+                if change.event == "MODIFIED":
+                    request = podgroup_request(change.old, pg)
+                    if request is not None and request.event == "Unknown":
+                        self._requests[key].append(request)
 
     def _command(self, change: WatchEvent) -> None:
         command: Command = change.obj
@@ -263,6 +270,17 @@ class _Writes:
         if kind in _KINDS:
             self.store.delete(_KINDS[kind], f"{namespace}/{name}", actor=JOB_CONTROLLER,
                               reason=reason, uid=uid)  # fmt: skip
+
+    def annotate_pod(self, namespace: str, name: str, key: str, value: str) -> None:
+        current = self.store.get(Pod, f"{namespace}/{name}")
+        if current is None or current.metadata.annotations.get(key) == value:
+            return
+        meta = current.metadata
+        notes = {**meta.annotations, key: value}
+        updated = msgspec.structs.replace(
+            current, metadata=msgspec.structs.replace(meta, annotations=notes)
+        )
+        self.store.update(updated, actor=JOB_CONTROLLER)
 
     def event(self, event: Event) -> None:
         meta = self.job.metadata

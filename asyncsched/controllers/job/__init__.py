@@ -22,11 +22,12 @@ from asyncsched.controllers.job.actions import (
     DeletePod,
     DeletePodGroup,
     Event,
+    MarkPodOutOfSync,
     Request,
     UpdatePodGroup,
 )
 from asyncsched.controllers.job.admission import admit, validate, with_defaults
-from asyncsched.controllers.job.events import owning_job, pod_request
+from asyncsched.controllers.job.events import owning_job, pod_request, podgroup_request
 from asyncsched.controllers.job.keys import podgroup_name
 from asyncsched.controllers.job.plugins import KeyFactory, rsa_key_factory, seeded_key_factory
 from asyncsched.controllers.job.reconcile import commands_for, reconcile
@@ -47,6 +48,7 @@ __all__ = [
     "DeletePodGroup",
     "Event",
     "KeyFactory",
+    "MarkPodOutOfSync",
     "Request",
     "UpdatePodGroup",
     "admit",
@@ -54,6 +56,7 @@ __all__ = [
     "owning_job",
     "pod_request",
     "podgroup_name",
+    "podgroup_request",
     "reconcile",
     "rsa_key_factory",
     "seeded_key_factory",

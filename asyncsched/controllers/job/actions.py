@@ -23,6 +23,7 @@ __all__ = [
     "DeletePod",
     "DeletePodGroup",
     "Event",
+    "MarkPodOutOfSync",
     "Request",
     "UpdatePodGroup",
 ]
@@ -45,6 +46,8 @@ class Request:
     exit_code: int = 0
     job_version: int | None = None
     job_uid: str = ""
+    partition: str = ""
+    """The pod's ``volcano.sh/partition-id`` label, which RestartPartition restarts."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,16 @@ class DeletePod:
     namespace: str
     name: str
     reason: str
+
+
+@dataclass(frozen=True)
+class MarkPodOutOfSync:
+    """Annotate a pod the controller is about to delete (``keys.OUT_OF_SYNC``), as
+    Volcano does: its update and its deletion then only resync the Job, rather than
+    raise PodEvicted and fire the Job's policies at the controller's own deletion."""
+
+    namespace: str
+    name: str
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,7 @@ class Event:
 
 Action = (
     CreatePod
+    | MarkPodOutOfSync
     | DeletePod
     | CreatePodGroup
     | UpdatePodGroup

@@ -244,11 +244,10 @@ def validate(
             f"spec.minAvailable {spec.min_available} is larger than the sum of the tasks' "
             f"replicas ({total}), so the job could never start"
         )
-    if spec.min_success is not None and spec.min_success > total:
-        problems.append(
-            f"spec.minSuccess {spec.min_success} is larger than the sum of the tasks' "
-            f"replicas ({total})"
-        )
+    if spec.min_success is not None and spec.min_success < 1:
+        # The CRD's minimum. Above the replicas is accepted, as Volcano does: such a Job
+        # ends Failed once its pods are done.
+        problems.append(f"spec.minSuccess {spec.min_success} must be at least 1")
     if spec.max_retry < 0:
         problems.append(f"spec.maxRetry {spec.max_retry} must not be negative")
     if spec.ttl_seconds_after_finished is not None and spec.ttl_seconds_after_finished < 0:

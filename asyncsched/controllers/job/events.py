@@ -10,10 +10,11 @@ from collections.abc import Iterable
 
 from asyncsched.api.batch import Job
 from asyncsched.api.core import Pod
+from asyncsched.api.volcano import PodGroup
 from asyncsched.controllers.job import keys
 from asyncsched.controllers.job.actions import Request
 
-__all__ = ["exit_code_of", "owning_job", "pod_request"]
+__all__ = ["exit_code_of", "owning_job", "pod_request", "podgroup_request"]
 
 
 def owning_job(pod: Pod) -> tuple[str, str] | None:
@@ -60,14 +61,16 @@ def pod_request(
         phase, before = new.status.phase, old.status.phase
         if phase == "Failed" and before != "Failed":
             event, code = "PodFailed", exit_code
-        elif (
-            phase == "Succeeded" and before != "Succeeded" and _task_completed(job, task, job_pods)
-        ):
-            event = "TaskCompleted"
-        elif phase == "Running" and before != "Running":
-            event = "PodRunning"
-        elif phase == "Pending" and before != "Pending":
-            event = "PodPending"
+        elif phase == "Succeeded":
+            if before != "Succeeded" and _task_completed(job, task, job_pods):
+                event = "TaskCompleted"
+        elif phase in ("Running", "Pending"):
+            if _task_failed(job, task, job_pods):
+                event = "TaskFailed"
+            if phase != before:
+                event = "PodRunning" if phase == "Running" else "PodPending"
+    if keys.OUT_OF_SYNC in notes:  # the controller is deleting it: no policy of its own
+        event = "OutOfSync"
     return Request(
         event=event,
         task=task,
@@ -75,7 +78,39 @@ def pod_request(
         exit_code=code,
         job_version=version,
         job_uid=owner[1],
+        partition=pod.metadata.labels.get(keys.PARTITION_ID, ""),
     )
+
+
+def podgroup_request(old: PodGroup | None, new: PodGroup) -> Request | None:
+    """The Request for the Job owning a PodGroup whose phase changed, None otherwise.
+
+    A move to Unknown (the scheduler found the gang broken among running pods)
+    raises the Unknown event, with job version 0 as Volcano's handler leaves it: a
+    Job restarted since (version above 0) only resyncs. Any other move resyncs.
+    """
+    if old is None or old.status.phase == new.status.phase:
+        return None
+    if new.status.phase == "Unknown":
+        return Request(event="Unknown", job_version=0)
+    return Request()
+
+
+def _task_failed(job: Job, task: str, pods: Iterable[Pod]) -> bool:
+    """Have the task's pending and running pods restarted their containers its maxRetry
+    times in all (0 counts as 3, -1 as no limit)? Volcano's TaskFailed."""
+    spec = next((t for t in job.spec.tasks if t.name == task), None)
+    if spec is None or spec.replicas == 0 or spec.max_retry == -1:
+        return False
+    limit = spec.max_retry or 3
+    restarts = sum(
+        status.restart_count
+        for p in pods
+        if p.metadata.annotations.get(keys.TASK_SPEC) == task
+        and p.status.phase in ("Running", "Pending")
+        for status in (*p.status.init_container_statuses, *p.status.container_statuses)
+    )
+    return restarts >= limit
 
 
 def _task_completed(job: Job, task: str, pods: Iterable[Pod]) -> bool:

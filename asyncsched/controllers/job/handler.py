@@ -26,8 +26,10 @@ from asyncsched.controllers.job.actions import (
     DeletePod,
     DeletePodGroup,
     Event,
+    MarkPodOutOfSync,
     UpdatePodGroup,
 )
+from asyncsched.controllers.job.keys import OUT_OF_SYNC
 
 __all__ = ["ActionHandler", "carry_out"]
 
@@ -58,6 +60,9 @@ class ActionHandler(Protocol[R_co]):
     def event(self, event: Event) -> R_co:
         """Record a Kubernetes Event on the Job."""
 
+    def annotate_pod(self, namespace: str, name: str, key: str, value: str) -> R_co:
+        """Set one annotation on a pod; a pod gone already is not an error."""
+
 
 def carry_out(action: Action, handler: ActionHandler[R_co]) -> R_co:
     match action:
@@ -75,6 +80,8 @@ def carry_out(action: Action, handler: ActionHandler[R_co]) -> R_co:
             return handler.create_podgroup(pg)
         case UpdatePodGroup(podgroup=pg):
             return handler.update_podgroup_spec(pg)
+        case MarkPodOutOfSync(namespace=ns, name=name):
+            return handler.annotate_pod(ns, name, OUT_OF_SYNC, "true")
         case DeletePod(namespace=ns, name=name, reason=reason):
             return handler.delete("v1", "Pod", ns, name, reason, "")
         case DeletePodGroup(namespace=ns, name=name):

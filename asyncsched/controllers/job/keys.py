@@ -23,6 +23,7 @@ __all__ = [
     "JOB_RETRY_COUNT",
     "JOB_VERSION",
     "NUMA_POLICY",
+    "OUT_OF_SYNC",
     "PARTITION_ID",
     "POD_PREEMPTABLE",
     "POD_TEMPLATE",
@@ -46,6 +47,8 @@ JOB_VERSION = "volcano.sh/job-version"
 JOB_RETRY_COUNT = "volcano.sh/job-retry-count"
 POD_TEMPLATE = "volcano.sh/template-uid"
 PARTITION_ID = "volcano.sh/partition-id"
+OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
+"""Set on a pod the controller is about to delete, so its deletion raises no policy."""
 GROUP_NAME = "scheduling.k8s.io/group-name"
 NUMA_POLICY = "volcano.sh/numa-topology-policy"
 POD_PREEMPTABLE = "volcano.sh/preemptable"

@@ -30,6 +30,7 @@ from asyncsched.controllers.job.actions import (
     DeletePod,
     DeletePodGroup,
     Event,
+    MarkPodOutOfSync,
     Request,
     UpdatePodGroup,
 )
@@ -255,6 +256,9 @@ def _sync(work: _Work, update: UpdateFn | None, reason: str, message: str) -> No
                 counts["terminating"] += 1
             else:
                 _count(pod.status.phase, task.name, counts, per_task)
+                if keys.OUT_OF_SYNC in pod.metadata.annotations:  # marked, not yet deleted
+                    work.actions.append(DeletePod(pod.metadata.namespace, name, "OutOfSync"))
+                    work.deleted.add(name)
         if missing and dependencies_ready(job, task, work.pods):
             group = pg.metadata.name
             for index in missing:
@@ -302,6 +306,23 @@ def _count(
     bucket[label] = bucket.get(label, 0) + 1
 
 
+def _in_partition(job: Job, target: Request) -> bool:
+    """Does the request name a partition of a task that has a partitionPolicy?"""
+    task = next((t for t in job.spec.tasks if t.name == target.task), None)
+    return task is not None and task.partition_policy is not None and bool(target.partition)
+
+
+def _targeted(pod: Pod, target: Request, action: str) -> bool:
+    """Is ``pod`` one the targeted restart ``action`` kills?"""
+    if action == "RestartPod":
+        return pod.metadata.name == target.pod
+    if task_of(pod) != target.task:
+        return False
+    if action == "RestartPartition":
+        return pod.metadata.labels.get(keys.PARTITION_ID) == target.partition
+    return True
+
+
 def _kill(
     work: _Work, step: Step, target: Request | None, action: str, reason: str, message: str
 ) -> None:
@@ -312,6 +333,8 @@ def _kill(
     )
     per_task: dict[str, dict[str, int]] = {}
     to_kill: list[Pod] = []
+    if target is not None and action == "RestartPartition" and not _in_partition(job, target):
+        return  # no partition to restart: Volcano leaves the Job as it is
     if target is None:
         status.version += 1
     last_retry = status.retry_count >= job.spec.max_retry - 1
@@ -320,11 +343,7 @@ def _kill(
             counts["terminating"] += 1
             continue
         if target is not None:
-            hit = (
-                pod.metadata.name == target.pod
-                if action == "RestartPod"
-                else task_of(pod) == target.task
-            )
+            hit = _targeted(pod, target, action)
         else:
             retain = RETAIN_SOFT if last_retry else step.retain
             hit = pod.status.phase not in retain
@@ -332,6 +351,10 @@ def _kill(
             to_kill.append(pod)
         else:
             _count(pod.status.phase, task_of(pod), counts, per_task)
+    if action == "RestartPartition" and not to_kill:
+        return
+    for pod in to_kill:
+        work.actions.append(MarkPodOutOfSync(pod.metadata.namespace, pod.metadata.name))
     for pod in to_kill:
         work.actions.append(DeletePod(pod.metadata.namespace, pod.metadata.name, action or "Kill"))
         work.deleted.add(pod.metadata.name)

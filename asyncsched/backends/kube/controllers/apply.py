@@ -140,6 +140,15 @@ class _Requests:
         if kind == "Pod":
             self.applier.pods.mark_terminating(namespace, name, now_rfc3339())
 
+    async def annotate_pod(self, namespace: str, name: str, key: str, value: str) -> None:
+        self.applier.writes += 1
+        body = json.dumps({"metadata": {"annotations": {key: value}}}).encode()
+        try:
+            await self.client.patch(object_path("v1", "Pod", namespace, name), body)
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+
     async def event(self, event: Event) -> None:
         meta = self.job.metadata
         self.applier.events.event(

@@ -50,6 +50,7 @@ from asyncsched.backends.kube.metrics import serve_http
 from asyncsched.backends.kube.status import StatusWriter
 from asyncsched.backends.kube.warned import Warned
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
+from asyncsched.controllers.job import podgroup_request
 
 __all__ = ["ControllerManager", "ControllerMetrics", "ControllerOptions"]
 
@@ -206,8 +207,14 @@ class ControllerManager:
             self.queue_controller.podgroup_changed(old, pg)
         owner = next((r for r in pg.metadata.owner_references if r.kind == "Job"), None)
         if owner is not None and (old is None or old.status.phase != pg.status.phase):
-            # The Job waits for its PodGroup to leave Pending before it creates pods.
-            self.job_controller.queue.add((pg.metadata.namespace, owner.name))
+            # The Job waits for its PodGroup to leave Pending before it creates pods; a
+            # move to Unknown is the Job's Unknown event.
+            request = podgroup_request(old, pg)
+            key = (pg.metadata.namespace, owner.name)
+            if request is not None and request.event == "Unknown":
+                self.job_controller.queue.add(key, request)
+            else:
+                self.job_controller.queue.add(key)
 
     def _podgroup_delete(self, namespace: str, name: str) -> None:
         self.queue_controller.podgroup_changed(self.podgroups.delete(namespace, name), None)

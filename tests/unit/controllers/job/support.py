@@ -18,12 +18,14 @@ from asyncsched.controllers.job import (
     Decision,
     DeletePod,
     DeletePodGroup,
+    MarkPodOutOfSync,
     Request,
     UpdatePodGroup,
     pod_request,
     reconcile,
     seeded_key_factory,
 )
+from asyncsched.controllers.job.keys import OUT_OF_SYNC
 from asyncsched.model.timestamps import format_timestamp
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "controllers"
@@ -89,6 +91,8 @@ class Cluster:
         self.now = T0 + 10
         self.decisions: list[Decision] = []
         self.deleted_job = False
+        self.gone: list[Pod] = []
+        """Pods deleted so far, as they were last (their deletions come back as events)."""
         self._uid = 0
 
     def reconcile(
@@ -115,8 +119,15 @@ class Cluster:
                 meta = msgspec.structs.replace(pod.metadata, uid=f"pod-{self._uid}")
                 self.pods[meta.name] = msgspec.structs.replace(pod, metadata=meta)
                 self.pod_dicts[meta.name] = action.pod
+            elif isinstance(action, MarkPodOutOfSync):
+                pod = self.pods[action.name]
+                notes = {**pod.metadata.annotations, OUT_OF_SYNC: "true"}
+                meta = msgspec.structs.replace(pod.metadata, annotations=notes)
+                self.pods[action.name] = msgspec.structs.replace(pod, metadata=meta)
             elif isinstance(action, DeletePod):
-                self.pods.pop(action.name, None)
+                gone = self.pods.pop(action.name, None)
+                if gone is not None:
+                    self.gone.append(gone)
             elif isinstance(action, CreatePodGroup):
                 self.pg = action.podgroup
             elif isinstance(action, UpdatePodGroup):
@@ -152,6 +163,15 @@ class Cluster:
         if decision.resync:
             self.settle()
         return decision
+
+    def deletions_come_back(self) -> None:
+        """The watch reports the pods deleted so far, one request each, as the shells do."""
+        gone, self.gone = self.gone, []
+        for pod in gone:
+            request = pod_request(pod, None, self.job, self.pods.values())
+            assert request is not None
+            if self.reconcile([request]).resync:
+                self.settle()
 
     def run_all(self) -> None:
         for name in sorted(self.pods):

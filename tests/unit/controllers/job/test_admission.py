@@ -168,3 +168,11 @@ def test_admit_joins_every_problem() -> None:
     assert "queue 'nowhere' does not exist" in message
     assert "spec.minAvailable 2" in message
     assert admit(load_job(job_yaml(task_yaml("worker", 1))), QUEUES) is None
+
+
+def test_min_success_must_be_at_least_one_and_may_exceed_the_replicas() -> None:
+    """The CRD's minimum is 1; above the replicas Volcano accepts the Job (it ends Failed)."""
+    assert _problems(task_yaml("worker", 2), "  minSuccess: 0") == [
+        "spec.minSuccess 0 must be at least 1"
+    ]
+    assert _problems(task_yaml("worker", 2), "  minSuccess: 5") == []

@@ -360,3 +360,66 @@ def test_scale_down_deletes_extra_pods_and_updates_podgroup() -> None:
 def test_podgroup_name_uses_uid() -> None:
     assert podgroup_name(fixture_job("seed-001-training-job.yaml")) == "training-job-uid-1"
     assert T0 > 0
+
+
+def test_the_controllers_own_deletions_fire_no_policy() -> None:
+    """A targeted restart marks the pods it kills (volcano.sh/controller-out-of-sync) before
+    deleting them, so their deletions resync the Job rather than raise PodEvicted: with the
+    usual [PodFailed, PodEvicted] -> RestartTask policy one failure is one retry."""
+    policy = "    policies:\n    - events: [PodFailed, PodEvicted]\n      action: RestartTask"
+    job = load_job(job_yaml(task_yaml("worker", 3, policy) + task_yaml("ps", 1)))
+    cluster = Cluster(job)
+    cluster.enqueue()
+    cluster.run_all()
+    decision = cluster.set_phase("demo-worker-0", "Failed", exit_code=1)
+    kinds = [(type(a).__name__, getattr(a, "name", "")) for a in decision.actions]
+    marked = [n for k, n in kinds if k == "MarkPodOutOfSync"]
+    deleted = [n for k, n in kinds if k == "DeletePod"]
+    assert marked == deleted == ["demo-worker-0", "demo-worker-1", "demo-worker-2"]
+    assert kinds.index(("DeletePod", "demo-worker-0")) > kinds.index(
+        ("MarkPodOutOfSync", "demo-worker-2")
+    ), "every pod is marked before the first is deleted"
+    cluster.deletions_come_back()
+    assert cluster.job.status.retry_count == 1
+    assert "demo-ps-0" in cluster.pods
+
+
+def test_a_pod_left_marked_out_of_sync_is_deleted_by_the_next_sync() -> None:
+    job = load_job(job_yaml(task_yaml("worker", 2)))
+    cluster = Cluster(job)
+    cluster.enqueue()
+    pod = cluster.pods["demo-worker-1"]
+    notes = {**pod.metadata.annotations, "volcano.sh/controller-out-of-sync": "true"}
+    meta = msgspec.structs.replace(pod.metadata, annotations=notes)
+    cluster.pods["demo-worker-1"] = msgspec.structs.replace(pod, metadata=meta)
+    decision = cluster.reconcile()
+    assert [a.name for a in decision.actions if isinstance(a, DeletePod)] == ["demo-worker-1"]
+
+
+def _partition_job(size: int | None) -> Job:
+    policy = "    policies:\n    - event: PodFailed\n      action: RestartPartition"
+    if size is not None:
+        policy += f"\n    partitionPolicy: {{totalPartitions: 2, partitionSize: {size}}}"
+    return load_job(job_yaml(task_yaml("worker", 4, policy)))
+
+
+def test_restart_partition_kills_only_the_failed_pods_partition() -> None:
+    cluster = Cluster(_partition_job(2))
+    cluster.enqueue()
+    cluster.run_all()
+    labels = {n: p.metadata.labels["volcano.sh/partition-id"] for n, p in cluster.pods.items()}
+    assert labels == {"demo-worker-0": "0", "demo-worker-1": "0", "demo-worker-2": "1",
+                      "demo-worker-3": "1"}  # fmt: skip
+    decision = cluster.set_phase("demo-worker-3", "Failed", exit_code=1)
+    deleted = sorted(a.name for a in decision.actions if isinstance(a, DeletePod))
+    assert deleted == ["demo-worker-2", "demo-worker-3"]
+    assert cluster.job.status.retry_count == 1
+
+
+def test_restart_partition_without_a_partition_policy_leaves_the_job_alone() -> None:
+    cluster = Cluster(_partition_job(None))
+    cluster.enqueue()
+    cluster.run_all()
+    decision = cluster.set_phase("demo-worker-3", "Failed", exit_code=1)
+    assert not [a for a in decision.actions if isinstance(a, DeletePod)]
+    assert (cluster.phase, cluster.job.status.retry_count) == ("Running", 0)

@@ -18,7 +18,7 @@ from asyncsched.framework.hooktable import HookTable
 from asyncsched.framework.orderkeys import KeyOrder, OrderKey, live_before, tuple_key
 from asyncsched.model import JobInfo, QueueInfo, TaskInfo
 
-__all__ = ["SessionOrders"]
+__all__ = ["SessionOrders", "task_fallback"]
 
 
 class SessionOrders(HookTable):
@@ -55,10 +55,10 @@ class SessionOrders(HookTable):
         return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
 
     def task_order(self, left: TaskInfo, right: TaskInfo) -> bool:
-        """True if ``left`` should be placed before ``right`` (tasks of one job; else older,
-        then by name)."""
+        """True if ``left`` should be placed before ``right`` (tasks of one job; else by
+        ``task_fallback``)."""
         decided: int = self.call(TASK_ORDER, left, right)
-        return decided < 0 if decided else (left.creation, left.name) < (right.creation, right.name)
+        return decided < 0 if decided else task_fallback(left) < task_fallback(right)
 
     def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> bool:
         """True if ``left``'s tasks are given up before ``right``'s for a task of
@@ -91,7 +91,7 @@ class SessionOrders(HookTable):
     def task_key(self) -> Callable[[TaskInfo], Any]:
         """A sort key that orders tasks by task_order (a tuple when every task-order plugin
         has a key, as for ``job_key``)."""
-        keyed = self._keyed(TASK_ORDER, _task_fallback)
+        keyed = self._keyed(TASK_ORDER, task_fallback)
         return keyed if keyed is not None else functools.partial(OrderKey, self.task_order)
 
     def fixed_task_order(self) -> tuple[object, ...] | None:
@@ -133,5 +133,10 @@ def _job_fallback(job: JobInfo) -> tuple[float, str]:
     return job.creation, job.uid
 
 
-def _task_fallback(task: TaskInfo) -> tuple[float, str]:
-    return task.creation, task.name
+def task_fallback(task: TaskInfo) -> tuple[bool, int, float, str]:
+    """The order of tasks the plugins leave equal: by the number ending the pod's name
+    (Volcano's ``CompareTask``: worker-2 before worker-10), then older first, then by
+    name (Volcano: by uid, which on a cluster is random). Tasks without such a number
+    come after those with one; Volcano compares such a pair by age alone."""
+    index = task.index
+    return index is None, index or 0, task.creation, task.name

@@ -17,6 +17,7 @@ __all__ = [
     "TaskInfo",
     "has_pod_rules",
     "parse_go_bool",
+    "pod_index",
     "pod_preemptable",
     "pod_requests",
     "pod_role",
@@ -29,6 +30,24 @@ PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 
 _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+_INT64 = 1 << 63
+
+
+def pod_index(name: str) -> int | None:
+    """The number after a pod name's last ``-`` when the name has three parts or more
+    (``job-task-7`` -> 7), as Volcano's task order reads it (``CompareTask``: Go's
+    ``strconv.Atoi``: an optional sign, then decimal digits); None otherwise."""
+    parts = name.rsplit("-", 2)
+    if len(parts) < 3:
+        return None
+    last = parts[2]
+    digits = last[1:] if last[:1] in ("+", "-") else last
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return None
+    value = int(last)
+    return value if -_INT64 <= value < _INT64 else None
 
 
 def parse_go_bool(text: str) -> bool | None:
@@ -153,6 +172,7 @@ class TaskInfo(Tracked):
         "creation",
         "gpu_claim",
         "gpu_request",
+        "index",
         "init_resreq",
         "job",
         "name",
@@ -188,6 +208,9 @@ class TaskInfo(Tracked):
     ) -> None:
         self.uid = uid
         self.name = name
+        self.index = pod_index(name)
+        """The number ending the pod's name (``pod_index``): tasks a plugin leaves equal
+        are placed by it, as in Volcano."""
         self.namespace = namespace
         self.job = job
         self.resreq = resreq
@@ -289,6 +312,7 @@ class TaskInfo(Tracked):
         twin.creation = self.creation
         twin.gpu_claim = self.gpu_claim
         twin.gpu_request = self.gpu_request
+        twin.index = self.index
         twin.init_resreq = self.init_resreq
         twin.job = self.job
         twin.name = self.name

@@ -25,6 +25,7 @@ from asyncsched.framework.hooks import (
     ValidateResult,
 )
 from asyncsched.framework.orderkeys import KeyOrder
+from asyncsched.framework.orders import task_fallback
 from asyncsched.framework.reasons import queue_refusal, resources_text
 from asyncsched.model import JobInfo, Resource, TaskInfo, TaskStatus
 from asyncsched.model.status import READY
@@ -281,7 +282,7 @@ def _queue_reason(ssn: Session, job: JobInfo) -> str:
     queue = ssn.queue_of(job)
     if queue is None:
         return ""
-    pending = sorted(job.tasks_in(TaskStatus.PENDING), key=lambda t: (t.creation, t.name))
+    pending = sorted(job.tasks_in(TaskStatus.PENDING), key=task_fallback)
     missing = pending[: max(job.min_available - job.ready_task_num(), 1)]
     if not missing:
         return queue_refusal(ssn, queue, None)
@@ -295,7 +296,7 @@ def _queue_reason(ssn: Session, job: JobInfo) -> str:
 
 
 def _task_fit_errors(ssn: Session, job: JobInfo) -> FitErrors | None:
-    for task in sorted(job.tasks_in(TaskStatus.PENDING), key=lambda t: (t.creation, t.name)):
+    for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_fallback):
         errors = ssn.fit_failures.get(task.uid)
         if errors is not None and errors.reasons:
             return errors

@@ -208,3 +208,13 @@ def test_task_failed_fires_once_restarts_reach_the_tasks_max_retry(
         (30, "Terminating"),
         (30, "Terminated"),
     ]
+
+
+def test_tasks_no_plugin_tells_apart_go_by_the_number_ending_their_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "job-task-order.yaml")
+
+    assert run.code == 0, run.stderr
+    bound = [e["name"].removeprefix("train-worker-") for e in run.of("bound")]
+    assert bound == [str(i) for i in range(12)]

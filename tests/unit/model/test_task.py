@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from asyncsched.api import Pod
 from asyncsched.model import task as task_module
-from asyncsched.model.task import TaskInfo, pod_preemptable, pod_requests, pod_role
+from asyncsched.model.task import TaskInfo, pod_index, pod_preemptable, pod_requests, pod_role
 
 
 def _pod(spec: dict[str, object]) -> Pod:
@@ -95,3 +96,22 @@ def test_a_pod_updated_keeps_its_requests_unless_its_containers_changed() -> Non
 
     resized = TaskInfo.from_pod(version("3", node="n1"), job="ns/j", priority=0, previous=bound)
     assert resized.resreq.get("cpu") == 3000 and resized.init_resreq.get("cpu") == 3000
+
+
+@pytest.mark.parametrize(
+    ("name", "index"),
+    [
+        ("job-task-7", 7),
+        ("train-worker-10", 10),
+        ("a--3", 3),  # Go's strings.Split keeps the empty part
+        ("x-y-+4", 4),  # strconv.Atoi takes a sign
+        ("x-y-0012", 12),
+        ("web-7", None),  # fewer than three parts
+        ("x-y-", None),
+        ("x-y-abc", None),
+        ("x-y-٣", None),  # only ASCII digits
+        ("x-y-99999999999999999999", None),  # beyond int64
+    ],
+)
+def test_pod_index_reads_the_name_as_volcanos_task_order_does(name: str, index: int | None) -> None:
+    assert pod_index(name) == index

@@ -29,6 +29,7 @@ own lower-priority running ones, task by task, as Volcano does. Pods with
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 from typing import ClassVar
@@ -43,6 +44,8 @@ from asyncsched.framework import Arguments, Session, Statement
 from asyncsched.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
 
 __all__ = ["PreemptAction", "candidate_nodes"]
+
+log = logging.getLogger(__name__)
 
 REASON = "preempt"
 
@@ -63,6 +66,11 @@ class PreemptAction:
                 continue
             queue = admitted_queue(ssn, candidate)
             if queue is None or not ssn.job_starving(candidate):
+                continue
+            if candidate.network_topology is not None:
+                # As in Volcano, a job placed by network topology does not preempt
+                # (its issue #4374): victims freed here may lie outside its HyperNode.
+                log.debug("job %s has a networkTopology: it does not preempt", candidate.uid)
                 continue
             tasks[candidate.uid] = ordered_tasks(ssn, pending)
             walk.add(queue, candidate)

@@ -125,3 +125,13 @@ def test_queue_shares_hold_whatever_tier_decides_the_victims(
     # and conformance, deciding the victims in tier 1, would let it go (Volcano's #5896).
     assert run.of("evicted") == []
     assert [e["time"] for e in run.of("bound") if e["name"] == "late-0"] == [500.0]
+
+
+def test_a_job_with_a_network_topology_does_not_preempt(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = _run(capsys, tmp_path, "preempt-topology-job.yaml")
+
+    assert run.of("evicted") == []
+    urgent = [e["time"] for e in run.of("started") if e["name"].startswith("urgent-")]
+    assert urgent == [1000.0, 1000.0]

@@ -89,6 +89,9 @@ class _Allocation:
             if job.uid in self.unordered:
                 self.unordered.discard(job.uid)
                 tasks = self.tasks[job.uid] = deque(ordered_tasks(ssn, _pending(job)))
+                if not tasks:  # all it waits with is gated: as if never collected
+                    walk.push_queue(queue)
+                    continue
             else:
                 tasks = self.tasks[job.uid]
             stmt = self._allocate_job(job, queue, tasks)
@@ -276,8 +279,8 @@ class _Trial:
 
 def _pending(job: JobInfo) -> list[TaskInfo]:
     """The job's pending tasks allocate places (best-effort ones go in at the end, when the
-    gang is whole: ``place_best_effort_members``)."""
-    return [t for t in job.pending_tasks() if not t.best_effort]
+    gang is whole: ``place_best_effort_members``; gated ones wait for their gates)."""
+    return [t for t in job.pending_tasks() if not t.best_effort and not t.gated]
 
 
 def _need_continue(job: JobInfo, failed_roles: dict[str, Any]) -> bool:

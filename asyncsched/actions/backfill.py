@@ -82,7 +82,7 @@ def _pending_best_effort(ssn: Session) -> list[tuple[JobInfo, TaskInfo]]:
         pending = job.by_status.get(TaskStatus.PENDING)
         if not pending:
             continue  # most jobs, in a burst: asked nothing else
-        best_effort = [t for t in pending.values() if t.best_effort]
+        best_effort = [t for t in pending.values() if t.best_effort and not t.gated]
         if not best_effort:
             continue
         queue = admitted_queue(ssn, job)

@@ -77,6 +77,9 @@ def job_waiting_reason(ssn: Session, job: JobInfo) -> str:
 def waiting_reason(ssn: Session, task: TaskInfo) -> str:
     """One line: the first thing that keeps ``task`` from being placed now."""
     job = ssn.jobs.get(task.job)
+    if task.gated:
+        gates = ", ".join(g.name for g in task.pod.spec.scheduling_gates)
+        return f"it has scheduling gates ({gates}): it waits until they are removed"
     if job is None:
         return "it belongs to no job the scheduler can see (no PodGroup yet)"
     held = job_waiting_reason(ssn, job)

@@ -174,7 +174,8 @@ def place_best_effort_members(
     if held() >= job.min_available or not job.n_pending_best_effort:
         return None
     members = sorted(
-        (t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort), key=ssn.task_key()
+        (t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort and not t.gated),
+        key=ssn.task_key(),
     )
     for task in members:
         if held() >= job.min_available:

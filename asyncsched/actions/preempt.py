@@ -61,7 +61,7 @@ class PreemptAction:
         walk = Walk(ssn, frozen=False)
         tasks: dict[str, list[TaskInfo]] = {}
         for candidate in ssn.active_jobs.values():
-            pending = candidate.pending_tasks()
+            pending = [t for t in candidate.pending_tasks() if not t.gated]
             if not pending:
                 continue
             queue = admitted_queue(ssn, candidate)
@@ -109,7 +109,7 @@ class PreemptAction:
             return victim.job == job.uid
 
         for task in ordered_tasks(ssn, job.pending_tasks()):
-            if never_preempts(task):
+            if never_preempts(task) or task.gated:
                 continue
             stmt = Statement(ssn)
             if not place(ssn, maker, stmt, queue, task, accept):

@@ -156,6 +156,10 @@ class Volume(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     host_path: dict[str, Any] | None = None
 
 
+class PodSchedulingGate(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    name: str = ""
+
+
 class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
@@ -171,6 +175,7 @@ class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     preemption_policy: str = ""
     restart_policy: str = "Always"
     volumes: list[Volume] = []
+    scheduling_gates: list[PodSchedulingGate] = []
 
 
 class ContainerStateTerminated(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):

@@ -265,6 +265,8 @@ def _report_jobs(ssn: Session) -> None:
         # the first one that was (Volcano gives every pending task the job's fit error).
         job_errors = next((e for t in pending if (e := ssn.fit_failures.get(t.uid))), None)
         for task in pending:
+            if task.gated:  # the API server's SchedulingGated condition stands, as in Volcano
+                continue
             errors = ssn.fit_failures.get(task.uid)
             if errors is not None:
                 message = errors.message()

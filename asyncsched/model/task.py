@@ -348,5 +348,12 @@ class TaskInfo(Tracked):
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    @property
+    def gated(self) -> bool:
+        """Does the pod carry scheduling gates (``spec.schedulingGates``)? Then it is not
+        placed, nor does it preempt, until they are removed: the API server refuses to
+        bind it (Volcano's ``SchGated``)."""
+        return bool(self.pod.spec.scheduling_gates)
+
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status.value}, node={self.node_name or '-'})"

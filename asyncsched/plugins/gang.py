@@ -245,6 +245,9 @@ class GangPlugin:
         if errors is None or not errors.reasons:
             errors = _task_fit_errors(ssn, job)
         why = errors.summary() if errors is not None else _queue_reason(ssn, job)
+        if not why:
+            gated = sum(1 for t in job.tasks_in(TaskStatus.PENDING) if t.gated)
+            why = f"{gated} wait until their scheduling gates are removed" if gated else ""
         if why:
             return f"{fitted}/{needed} tasks in gang fit{where}: {why}"
         if attempt is not None:

@@ -528,3 +528,32 @@ async def test_a_hypernode_cycle_is_a_warning_event_and_topology_jobs_wait_with_
         scheduler.terminate()
         for name in names:
             await request(bed.kube.api, "DELETE", f"{path}/{name}")
+
+
+async def test_a_gang_waits_for_its_gated_member_and_runs_once_the_gate_is_removed(
+    bed: Bed,
+) -> None:
+    """A pod with schedulingGates is not bound (the API server would refuse it), so a gang
+    that needs it waits whole, and the pod keeps the API server's SchedulingGated
+    condition; once the gate is removed the gang is bound."""
+    scheduler = bed.scheduler()
+    try:
+        gated = bed.pod("gated-1", group="gated")
+        gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+        await bed.submit(bed.podgroup("gated", 2), bed.pod("gated-0", group="gated"), gated)
+        await bed.submit(bed.pod("plain", cpu="1"))
+        await bed.wait_bound({"plain"})
+        await asyncio.sleep(3)  # several more sessions
+        placed = await bed.placements()
+        assert not placed["gated-0"] and not placed["gated-1"], placed
+        pods = {p["metadata"]["name"]: p for p in await bed.pods()}
+        conditions = {c["type"]: c for c in pods["gated-1"]["status"].get("conditions", [])}
+        assert conditions["PodScheduled"]["reason"] == "SchedulingGated", conditions
+
+        path = f"/api/v1/namespaces/{bed.kube.namespace}/pods/gated-1"
+        await request(bed.kube.api, "PATCH", path, {"spec": {"schedulingGates": None}},
+                      "application/merge-patch+json")  # fmt: skip
+        placed = await bed.wait_bound({"gated-0", "gated-1"})
+        assert placed["gated-0"] and placed["gated-1"]
+    finally:
+        scheduler.terminate()

@@ -125,6 +125,29 @@ spec:
             "Pod default/greedy: spec: the pod requests more memory in total than asyncsched "
             "can hold (2^63-1 bytes)",
         ),
+        # Kubernetes' rules for scheduling gates.
+        (
+            POD.format(name="gated", annotations="{}", cpu=1).replace(
+                "  schedulerName: volcano\n",
+                "  schedulerName: volcano\n  schedulingGates: [{name: a/b}, {name: a/b}]\n",
+            ),
+            "Pod default/gated: spec.schedulingGates[1]: 'a/b' is listed twice",
+        ),
+        (
+            POD.format(name="gated", annotations="{}", cpu=1).replace(
+                "  schedulerName: volcano\n",
+                "  schedulerName: volcano\n  nodeName: n1\n  schedulingGates: [{name: x}]\n",
+            ),
+            "Pod default/gated: spec.nodeName cannot be set until all schedulingGates have been "
+            "removed",
+        ),
+        (
+            POD.format(name="gated", annotations="{}", cpu=1).replace(
+                "  schedulerName: volcano\n",
+                "  schedulerName: volcano\n  schedulingGates: [{name: 'not ok'}]\n",
+            ),
+            "Pod default/gated: spec.schedulingGates[0].name 'not ok': must consist of",
+        ),
         # Volcano's PodGroup CRD: minMember >= 0 (it used to run, write events, then crash).
         (
             PODGROUP.format(name="pg", spec="{minMember: -1}"),

@@ -89,3 +89,16 @@ def test_every_pod_of_a_job_short_of_a_task_minimum_gets_a_reason(
     reasons = {e["name"]: e["reason"] for e in run.of("unschedulable")}
     assert {"split-big-0", "split-big-1"} <= set(reasons), reasons
     assert "Insufficient cpu" in reasons["split-big-1"], reasons
+
+
+def test_gated_pods_wait_for_their_gates_and_a_gang_that_needs_one_waits_whole(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "gated-pods.yaml")
+
+    assert run.code == 4, run.stderr  # stuck: the gates are never removed here
+    assert sorted(e["name"] for e in run.of("bound")) == ["b-0", "b-1"]
+    waiting = run.stdout.split("waiting when the run ended")[1]
+    assert "PodGroup default/a (3 pods): 2/3 tasks in gang fit: 1 wait until their " in waiting
+    gated = "it has scheduling gates (example.com/quota): it waits until they are removed"
+    assert f"Pod default/lone (1 pod): {gated}" in waiting

@@ -190,6 +190,7 @@ _POD_SPEC: Message = {
     31: Field("preemptionPolicy", keep=True),
     32: Field("overhead", QUANTITY_MAP),
     33: Field("topologySpreadConstraints", MESSAGE, _SPREAD, repeated=True),
+    38: Field("schedulingGates", MESSAGE, {1: Field("name", keep=True)}, repeated=True),
 }
 
 _CONDITION: Message = {

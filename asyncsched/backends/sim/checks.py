@@ -35,7 +35,7 @@ from asyncsched.api.meta import ObjectMeta
 from asyncsched.api.policy import PodDisruptionBudget, pdb_problems
 from asyncsched.api.queue_rules import queue_problems, queue_tree_problems
 from asyncsched.api.topology import HyperNode, hypernode_problems
-from asyncsched.api.validation import metadata_problems
+from asyncsched.api.validation import metadata_problems, qualified_name
 from asyncsched.backends.sim.fields import (
     DURATION_ANNOTATION,
     ManifestError,
@@ -79,6 +79,8 @@ def check_object(obj: SimObject, where: str) -> None:
         problems += hypernode_problems(obj)
     elif isinstance(obj, PodDisruptionBudget):
         problems += pdb_problems(obj)
+    elif isinstance(obj, Pod):
+        problems += _gate_problems(obj)
     if problems:
         raise ManifestError(f"{where}: " + "; ".join(problems))
     if isinstance(obj, Pod):
@@ -92,6 +94,23 @@ def check_object(obj: SimObject, where: str) -> None:
         _check_deployment(obj, where)
     elif isinstance(obj, Command):
         _check_command(obj, where)
+
+
+def _gate_problems(pod: Pod) -> list[str]:
+    """Kubernetes' rules for ``spec.schedulingGates``: qualified names, each once, and no
+    ``nodeName`` until they are all removed."""
+    problems, seen = [], set()
+    for i, gate in enumerate(pod.spec.scheduling_gates):
+        at = f"spec.schedulingGates[{i}]"
+        why = qualified_name(gate.name)
+        if why:
+            problems.append(f"{at}.name {gate.name!r}: {why}")
+        elif gate.name in seen:
+            problems.append(f"{at}: {gate.name!r} is listed twice")
+        seen.add(gate.name)
+    if pod.spec.scheduling_gates and pod.spec.node_name:
+        problems.append("spec.nodeName cannot be set until all schedulingGates have been removed")
+    return problems
 
 
 def _template_metadata(template: Any, at: str, where: str) -> ObjectMeta:

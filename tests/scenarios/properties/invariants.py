@@ -249,6 +249,8 @@ class PendingPodsHaveReasons(Invariant):
         for key, pod in sorted(ledger.pods.items()):
             if pod.facts is None or not pod.facts.ours or pod.node or pod.ended:
                 continue
+            if pod.facts.gated:  # the API server's SchedulingGated is its reason
+                continue
             if not reasons.get(key, "").strip():
                 self.fail(
                     ledger, describe("Pod", *key), f"never ran ({outcome.reason}), no reason given"

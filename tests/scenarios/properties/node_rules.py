@@ -50,6 +50,8 @@ def _matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 def why_not_allowed(pod: PodFacts, node: NodeFacts) -> str:
     """Why ``node`` may not take ``pod``; '' when it may."""
+    if pod.gated:
+        return "it has scheduling gates (the API server refuses to bind it)"
     for key, value in pod.node_selector.items():
         if node.labels.get(key) != value:
             return f"nodeSelector {key}={value} does not match the node's labels"

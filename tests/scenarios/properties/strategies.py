@@ -374,6 +374,8 @@ def pod_templates(
         spec["initContainers"] = [draw(_container("init", gpus=False))]
     if draw(st.integers(0, 9)) == 0:
         spec["overhead"] = {"cpu": "100m"}
+    if draw(st.integers(0, 19)) == 0:
+        spec["schedulingGates"] = [{"name": "example.com/hold"}]  # never removed here
     if draw(st.booleans()) and cluster.priority_classes:
         spec["priorityClassName"] = draw(st.sampled_from(cluster.priority_classes))
         if spec["priorityClassName"] in cluster.never_preempt and draw(st.booleans()):

@@ -72,12 +72,15 @@ class PodFacts:
     controller: tuple[str, str, str] | None = None
     """(kind, name, uid) of the owner reference marked controller, if any."""
     apart_from: tuple[Mapping[str, Any], ...] = ()
+    """Required pod anti-affinity terms, as documents (labelSelector, namespaces,
+    namespaceSelector, topologyKey)."""
     gpu_cards: tuple[tuple[str, int, int], ...] = ()
     """(card uuid, MiB, cores) per card its ``volcano.sh/vgpu-ids-new`` annotation names."""
     node_name: str = ""
     """``spec.nodeName``: a pod the input gives bound already has no ``bound`` event."""
-    """Required pod anti-affinity terms, as documents (labelSelector, namespaces,
-    namespaceSelector, topologyKey)."""
+    gated: bool = False
+    """It has ``spec.schedulingGates``: the API server refuses to bind it, and gives it
+    the reason (its PodScheduled condition, SchedulingGated)."""
 
     @property
     def best_effort(self) -> bool:
@@ -219,6 +222,7 @@ def pod_facts(
         ours=pod.spec.scheduler_name in scheduler_names,
         group=notes.get(GROUP_NAME_ANNOTATION, ""),
         node_name=pod.spec.node_name,
+        gated=bool(pod.spec.scheduling_gates),
         needs_whole_group=notes.get(NEEDS_WHOLE_GROUP_ANNOTATION) == "true",
         node_selector=dict(pod.spec.node_selector),
         required_terms=terms,

@@ -19,12 +19,23 @@ class Arguments:
     or ``"10"``); both are accepted.
     """
 
-    __slots__ = ("_owner", "_read", "_values")
+    __slots__ = ("_owner", "_read", "_values", "warnings")
 
     def __init__(self, values: Mapping[str, Any] | None = None, owner: str = "") -> None:
         self._values: dict[str, Any] = dict(values or {})
         self._owner = owner
         self._read: set[str] = set()
+        self.warnings: list[str] = []
+        """What the plugin or action accepted but does not do as written (``warn``)."""
+
+    def warn(self, key: str, what: str) -> None:
+        """An argument is accepted and not used as written: said once, when the
+        configuration is loaded (``load_configuration`` adds it to its warnings). The
+        plugin is built again each session from these same arguments: kept once."""
+        where = f"{self._owner}: " if self._owner else ""
+        message = f"{where}argument {key!r} {what}"
+        if message not in self.warnings:
+            self.warnings.append(message)
 
     def __contains__(self, key: str) -> bool:
         self._read.add(key)

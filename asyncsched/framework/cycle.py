@@ -75,6 +75,8 @@ def load_configuration(
     builders = []
     unused: list[tuple[str, str]] = []
     """(who, argument) given but never asked for: accepted, not enforced, so said."""
+    said: list[str] = []
+    """What the plugins warned of as they were built (``Arguments.warn``)."""
     for name in configuration.plugin_names():
         builder = registry.plugins.get(name)
         if builder is None:
@@ -91,6 +93,7 @@ def load_configuration(
             raise ConfigError(f"{source}: {exc}") from None
         builders.append((name, builder, args))
         unused.extend((f"plugin {name}", key) for key in args.unread())
+        said.extend(f"{source}: {warning}" for warning in args.warnings)
     actions = []
     for name in configuration.actions:
         action_builder = registry.actions.get(name)
@@ -103,10 +106,10 @@ def load_configuration(
         except (ArgumentError, ValueError) as exc:
             raise ConfigError(f"{source}: {exc}") from None
         unused.extend((f"action {name}", key) for key in action_args.unread())
-    if unused:
+    if unused or said:
         told = [f"{source}: {who} does not use argument {key!r}: ignored" for who, key in unused]
         configuration = msgspec.structs.replace(
-            configuration, warnings=(*configuration.warnings, *told)
+            configuration, warnings=(*configuration.warnings, *said, *told)
         )
     pools = NO_POOLS
     for tier in configuration.tiers:

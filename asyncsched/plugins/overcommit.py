@@ -8,6 +8,7 @@ with pods that cannot run. Jobs without minResources are always admitted.
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from asyncsched.framework import ArgumentError, Arguments, Session
@@ -33,11 +34,18 @@ class OvercommitPlugin:
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
         self.factor = arguments.get_float(FACTOR_ARGUMENT, DEFAULT_FACTOR)
-        if not self.factor >= 1.0:
+        if not math.isfinite(self.factor):
             raise ArgumentError(
-                f"plugin overcommit: argument {FACTOR_ARGUMENT!r} must be at least 1.0 "
-                f"(1.0 admits only what fits now), got {arguments.raw(FACTOR_ARGUMENT)!r}"
+                f"plugin overcommit: argument {FACTOR_ARGUMENT!r} must be a finite number, "
+                f"got {arguments.raw(FACTOR_ARGUMENT)!r}"
             )
+        if self.factor < 1.0:  # as Volcano: said, and its default used
+            arguments.warn(
+                FACTOR_ARGUMENT,
+                f"is {arguments.raw(FACTOR_ARGUMENT)!r}, below 1.0 (1.0 admits only what fits "
+                f"now): the default {DEFAULT_FACTOR} is used, as Volcano does",
+            )
+            self.factor = DEFAULT_FACTOR
         self.idle = Resource()
         self.inqueue = Resource()
 

@@ -81,7 +81,7 @@ def test_job_without_min_resources_is_always_admitted() -> None:
     assert open_session(snap).job_enqueueable(snap.jobs["default/plain"])
 
 
-@pytest.mark.parametrize("bad", ["0.5", "lots", True])
+@pytest.mark.parametrize("bad", ["lots", True, "inf", "nan"])
 def test_bad_factor_is_rejected_with_the_argument_named(bad: object) -> None:
     with pytest.raises(ArgumentError, match="overcommit-factor"):
         OvercommitPlugin(Arguments({"overcommit-factor": bad}))
@@ -89,7 +89,24 @@ def test_bad_factor_is_rejected_with_the_argument_named(bad: object) -> None:
 
 def test_bad_factor_fails_configuration_loading() -> None:
     text = CONF.replace(
-        "  - name: overcommit", "  - name: overcommit\n    arguments:\n      overcommit-factor: 0.9"
+        "  - name: overcommit",
+        "  - name: overcommit\n    arguments:\n      overcommit-factor: lots",
     )
     with pytest.raises(ConfigError, match="overcommit-factor"):
         load_configuration(text, Registry())
+
+
+def test_a_factor_below_one_is_said_and_the_default_used_as_in_volcano() -> None:
+    text = CONF.replace(
+        "  - name: overcommit", "  - name: overcommit\n    arguments:\n      overcommit-factor: 0.9"
+    )
+    loaded = load_configuration(text, Registry(), "sched.yaml")
+    assert loaded.configuration.warnings == (
+        "sched.yaml: plugin overcommit: argument 'overcommit-factor' is 0.9, below 1.0 (1.0 "
+        "admits only what fits now): the default 1.2 is used, as Volcano does",
+    )
+    for _ in range(3):  # a plugin is built anew each session: the warning stays one
+        plugin = loaded.build_plugins()["overcommit"]
+        assert isinstance(plugin, OvercommitPlugin) and plugin.factor == 1.2
+    (_, _, args), *_ = [b for b in loaded.plugin_builders if b[0] == "overcommit"]
+    assert len(args.warnings) == 1

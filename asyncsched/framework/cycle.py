@@ -328,6 +328,18 @@ def _held_by_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
     return queue_refusal(ssn, queue, task)
 
 
+_PLACED = (
+    TaskStatus.ALLOCATED,
+    TaskStatus.BINDING,
+    TaskStatus.BOUND,
+    TaskStatus.RUNNING,
+    TaskStatus.FAILED,
+    TaskStatus.SUCCEEDED,
+)
+"""Tasks a PodGroup's phase counts as scheduled: Volcano's ScheduledStatus, and those
+this session placed."""
+
+
 def _podgroup_update(
     job: JobInfo,
     status: PodGroupStatus,
@@ -337,17 +349,22 @@ def _podgroup_update(
     """The status the job's PodGroup should have, or None when it has it already (the
     usual case, so nothing is built for it). ``notices`` are plugins' own conditions."""
     running = job.count((TaskStatus.RUNNING,))
+    succeeded = job.count((TaskStatus.SUCCEEDED,))
+    failed = job.count((TaskStatus.FAILED,))
     unschedulable = condition is not None and condition.type == UNSCHEDULABLE
+    # Volcano's getPodGroupPhase, but for the tasks placed this session: asyncsched counts
+    # them at once (Running in the session that binds), Volcano once they are Bound.
+    releasing = job.by_status.get(TaskStatus.RELEASING)
+    placed = job.count(_PLACED) + sum(1 for t in (releasing or {}).values() if t.node_name)
     if running and unschedulable:
         phase = PodGroupPhase.UNKNOWN
-    elif job.n_ready >= job.min_available:
-        phase = PodGroupPhase.RUNNING
+    elif placed >= job.min_available:
+        done = succeeded + failed
+        phase = PodGroupPhase.COMPLETED if placed == done else PodGroupPhase.RUNNING
     elif job.phase != PodGroupPhase.INQUEUE:
         phase = PodGroupPhase.PENDING
     else:
         phase = job.phase
-    succeeded = job.count((TaskStatus.SUCCEEDED,))
-    failed = job.count((TaskStatus.FAILED,))
     conditions = _merge_condition(status.conditions, condition)
     conditions = _merge_notices(conditions, notices)
     if (

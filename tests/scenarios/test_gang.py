@@ -102,3 +102,18 @@ def test_gated_pods_wait_for_their_gates_and_a_gang_that_needs_one_waits_whole(
     assert "PodGroup default/a (3 pods): 2/3 tasks in gang fit: 1 wait until their " in waiting
     gated = "it has scheduling gates (example.com/quota): it waits until they are removed"
     assert f"Pod default/lone (1 pod): {gated}" in waiting
+
+
+def test_a_podgroup_whose_pods_all_finished_is_completed_succeeded_or_failed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "podgroup-completed.yaml")
+
+    assert run.code == 0, run.stderr
+    phases: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for e in run.of("phase"):
+        if e["kind"] == "PodGroup":
+            phases[e["name"]].append((e["time"], e["phase"]))
+    assert phases["ok"] == [(0, "Running"), (10, "Completed")]
+    assert phases["mixed"] == [(0, "Running"), (5, "Unknown"), (10, "Completed")]
+    assert "all work done at t=10s" in run.stdout

@@ -35,6 +35,7 @@ from asyncsched.framework.results import (
     TaskUnschedulable,
 )
 from asyncsched.model import TaskStatus
+from asyncsched.model.job import PodGroupPhase
 
 __all__ = ["EVICTION_REFUSED", "SCHEDULER", "SimScheduler"]
 
@@ -260,7 +261,8 @@ class SimScheduler(Effects):
         return True
 
     def podgroup_status(self, update: PodGroupUpdate) -> bool:
-        """Write the PodGroup's status; True when its phase moved."""
+        """Write the PodGroup's status; True when its phase moved (but to Completed: every
+        pod it counts has finished, which the session that wrote it saw already)."""
         pg = self.store.get(PodGroup, update.job)
         if pg is None:
             return False
@@ -274,7 +276,7 @@ class SimScheduler(Effects):
         if status == pg.status:
             return False
         self.store.update(msgspec.structs.replace(pg, status=status), actor=SCHEDULER)
-        return status.phase != pg.status.phase
+        return status.phase not in (pg.status.phase, PodGroupPhase.COMPLETED)
 
     def explain(self, keys: list[str], groups: list[str], now: float) -> dict[str, str]:
         """Why each of these pending pods (and PodGroups, by ``namespace/name``) waits now,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
@@ -21,12 +22,23 @@ __all__ = ["DEFAULT_MAX_RETRY", "admit", "validate", "with_defaults"]
 
 DEFAULT_MAX_RETRY = 3
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _MAX_NAME = 63
+
+
+def _dns_for_host_network(template: dict[str, Any]) -> dict[str, Any]:
+    """A host-network pod template without a dnsPolicy gets ClusterFirstWithHostNet, as
+    Volcano's webhook gives it (the default, ClusterFirst, would resolve as the node)."""
+    spec = template.get("spec") if isinstance(template, dict) else None
+    if not isinstance(spec, dict) or spec.get("hostNetwork") is not True or spec.get("dnsPolicy"):
+        return template
+    return {**template, "spec": {**spec, "dnsPolicy": "ClusterFirstWithHostNet"}}
 
 
 def with_defaults(job: Job, scheduler_name: str = keys.DEFAULT_SCHEDULER_NAME) -> Job:
     """What Volcano's mutating webhook fills in: queue, scheduler, maxRetry, task names and
-    minimums, the Job's minAvailable, and the svc/ssh plugins that mpi and pytorch rely on."""
+    minimums, the Job's minAvailable, a host-network template's dnsPolicy, and the svc/ssh
+    plugins that mpi and pytorch rely on."""
     spec = job.spec
     tasks = []
     for i, task in enumerate(spec.tasks):
@@ -38,6 +50,7 @@ def with_defaults(job: Job, scheduler_name: str = keys.DEFAULT_SCHEDULER_NAME) -
                 if task.min_available is not None
                 else _default_task_min(task),
                 max_retry=task.max_retry or DEFAULT_MAX_RETRY,
+                template=_dns_for_host_network(task.template),
             )
         )
     plugins = {k: list(v) for k, v in spec.plugins.items()}
@@ -228,7 +241,12 @@ def validate(
         seen.add(task.name)
         pod = keys.pod_name(name, task.name, max(task.replicas - 1, 0))
         why = _name_problem(pod)
-        if why:
+        if not _DNS_LABEL.match(task.name) or len(task.name) > _MAX_NAME:
+            problems.append(
+                f"{where}: the task name must be at most {_MAX_NAME} lower case letters, digits "
+                "and '-', starting and ending with a letter or digit (Volcano's Job CRD)"
+            )
+        elif why:
             problems.append(
                 f"{where}: its pods would be named like {pod!r}, which is not valid: {why}"
             )

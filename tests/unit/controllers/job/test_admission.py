@@ -46,9 +46,14 @@ def test_defaults_follow_volcano_webhook() -> None:
         (
             task_yaml("Worker_X", 1),
             "",
-            "spec.tasks[0] ('Worker_X'): its pods would be named like 'demo-Worker_X-0', which is "
-            "not valid: it must consist of lower case letters, digits, '-' and '.', and start and "
-            "end with a letter or digit",
+            "spec.tasks[0] ('Worker_X'): the task name must be at most 63 lower case letters, "
+            "digits and '-', starting and ending with a letter or digit (Volcano's Job CRD)",
+        ),
+        (
+            task_yaml("ps.v1", 1),  # a valid pod name, but no DNS-1123 label
+            "",
+            "spec.tasks[0] ('ps.v1'): the task name must be at most 63 lower case letters, "
+            "digits and '-', starting and ending with a letter or digit (Volcano's Job CRD)",
         ),
         (
             task_yaml("w" * 60, 1),
@@ -176,3 +181,15 @@ def test_min_success_must_be_at_least_one_and_may_exceed_the_replicas() -> None:
         "spec.minSuccess 0 must be at least 1"
     ]
     assert _problems(task_yaml("worker", 2), "  minSuccess: 5") == []
+
+
+def test_a_host_network_template_gets_dns_cluster_first_with_host_net() -> None:
+    """As Volcano's webhook: ClusterFirst would make such a pod resolve names as its node."""
+    spec = "      spec:\n"
+    host = task_yaml("a", 1).replace(spec, spec + "        hostNetwork: true\n")
+    chosen = task_yaml("c", 1).replace(
+        spec, spec + "        hostNetwork: true\n        dnsPolicy: Default\n"
+    )
+    job = with_defaults(load_job(job_yaml(host + task_yaml("b", 1) + chosen)))
+    policies = [t.template["spec"].get("dnsPolicy") for t in job.spec.tasks]
+    assert policies == ["ClusterFirstWithHostNet", None, "Default"]

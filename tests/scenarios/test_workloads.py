@@ -92,7 +92,10 @@ def job(
         (job(task("a", 2), min_available=3), "spec.minAvailable 3 is larger than the sum"),
         (job(task("a") + task("a")), "task name 'a' is used by more than one task"),
         (job("").replace("  tasks:\n", "  tasks: []\n"), "the job has no tasks"),
-        (job(task("Worker_1")), "'bad-Worker_1-0', which is not valid"),
+        (
+            job(task("Worker_1")),
+            "('Worker_1'): the task name must be at most 63 lower case letters",
+        ),
         (job(task("a"), queue="nowhere"), "queue 'nowhere' does not exist"),
         (
             job(task("a"), policies="[{event: PodCrashed, action: RestartJob}]"),

@@ -58,8 +58,10 @@ def is_ready(job: JobInfo) -> bool:
 
 
 def is_ready_by_role(job: JobInfo) -> bool:
-    """Ready, and no role short of its minTaskMember: what JOB_READY answers, and what the
-    PodGroup condition must agree with."""
+    """Ready, and no role short of its minTaskMember: what JOB_READY answers. The PodGroup
+    condition asks ``is_ready`` alone, as Volcano's gang does at session close: a gang
+    whose count is met while one role is short (a pod of it failed and waits) stays
+    Scheduled, so its PodGroup stays Running, not Unknown (the Job's Unknown event)."""
     return is_ready(job) and not _roles_short(job, READY, best_effort=True)
 
 
@@ -192,7 +194,7 @@ class GangPlugin:
         for job in ssn.active_jobs.values():
             if not job.tasks or job.uid in deferred:
                 continue
-            if is_ready_by_role(job):
+            if is_ready(job):
                 condition = Condition(
                     type="Scheduled",
                     status="True",

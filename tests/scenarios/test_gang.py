@@ -117,3 +117,13 @@ def test_a_podgroup_whose_pods_all_finished_is_completed_succeeded_or_failed(
     assert phases["ok"] == [(0, "Running"), (10, "Completed")]
     assert phases["mixed"] == [(0, "Running"), (5, "Unknown"), (10, "Completed")]
     assert "all work done at t=10s" in run.stdout
+
+
+def test_a_gang_with_its_count_met_but_a_role_short_stays_running(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "gang-role-short.yaml", extra=["--until", "60"])
+
+    assert [e["time"] for e in run.of("failed")] == [5]
+    phases = [(e["time"], e["phase"]) for e in run.of("phase") if e["kind"] == "PodGroup"]
+    assert phases == [(0, "Running")]

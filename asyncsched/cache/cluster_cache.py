@@ -30,6 +30,7 @@ from asyncsched.model.gpu_claims import GpuClaim, pod_gpu_claim, pod_gpu_request
 from asyncsched.model.gpu_pools import NO_POOLS, GpuPools
 from asyncsched.model.node import booking_of
 from asyncsched.model.status import ALIVE_ON_NODE
+from asyncsched.model.task import TASK_PRIORITY_ANNOTATION
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "QUEUE_NAME_ANNOTATION", "ClusterCache"]
 
@@ -212,6 +213,7 @@ class ClusterCache:
             and previous.priority == task.priority
             and previous.pod.spec.priority == task.pod.spec.priority
             and previous.pod.spec.priority_class_name == task.pod.spec.priority_class_name
+            and _task_priority_note(previous) == _task_priority_note(task)
             and booking_of(previous.status) == booking_of(task.status)
         ):
             return False
@@ -494,3 +496,9 @@ class ClusterCache:
 
 def _pod_key(pod: Pod) -> str:
     return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+def _task_priority_note(task: TaskInfo) -> str | None:
+    """The pod's ``volcano.sh/task-priority``: a snapshot reads the task's priority from it
+    when it copies the task, so a change of it is no restatement."""
+    return task.pod.metadata.annotations.get(TASK_PRIORITY_ANNOTATION)

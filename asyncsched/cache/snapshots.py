@@ -42,7 +42,7 @@ from asyncsched.model import (
 from asyncsched.model.books import SettledTotals
 from asyncsched.model.journal import Journal
 from asyncsched.model.snapshot import SnapshotReuseError, snapshot_differences
-from asyncsched.model.task import has_pod_rules
+from asyncsched.model.task import TASK_PRIORITY_ANNOTATION, has_pod_rules, task_priority
 
 if TYPE_CHECKING:
     from asyncsched.cache.cluster_cache import ClusterCache
@@ -299,6 +299,8 @@ class _Build(JobCopies, NodeCopies):
                 if found is None:
                     found = by_class[name] = priorities.get(name, default)
                 twin.priority = found
+            if TASK_PRIORITY_ANNOTATION in source.pod.metadata.annotations:
+                twin.priority = task_priority(source.pod, twin.priority)
             tasks[key] = twin
             sources[key] = source
             if has_pod_rules(twin.pod):
@@ -307,8 +309,10 @@ class _Build(JobCopies, NodeCopies):
     def _priority_of_pod(self, task: TaskInfo) -> int:
         spec = task.pod.spec
         if spec.priority is not None:
-            return spec.priority
-        return self.priorities.get(spec.priority_class_name, self.default_priority)
+            own = spec.priority
+        else:
+            own = self.priorities.get(spec.priority_class_name, self.default_priority)
+        return task_priority(task.pod, own)
 
     def _task(self, source: TaskInfo) -> TaskInfo:
         twin = source.clone()

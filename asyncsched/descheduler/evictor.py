@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from asyncsched.descheduler.policy import EvictorArgs
 from asyncsched.model import ClusterSnapshot, DisruptionBudget, TaskInfo, TaskStatus
+from asyncsched.model.task import TASK_PRIORITY_ANNOTATION
 
 __all__ = ["SYSTEM_CRITICAL", "EvictionGuard", "owner_of"]
 
@@ -124,6 +125,16 @@ class EvictionGuard:
         for budget in self._guarding(task):
             self.spent[budget.key] = self.spent.get(budget.key, 0) + 1
 
+    def _own_priority(self, task: TaskInfo) -> int:
+        """The pod's own priority: its task's may be ``volcano.sh/task-priority``'s, which
+        orders a job's tasks for the scheduler and must not make a pod evictable."""
+        spec = task.pod.spec
+        if spec.priority is not None:
+            return spec.priority
+        if TASK_PRIORITY_ANNOTATION not in task.pod.metadata.annotations:
+            return task.priority
+        return self.snapshot.priority_classes.get(spec.priority_class_name, 0)
+
     def _kind_of_pod(self, task: TaskInfo) -> str:
         meta, spec = task.pod.metadata, task.pod.spec
         if meta.annotations.get(EVICT_ANNOTATION) is not None:
@@ -135,7 +146,7 @@ class EvictionGuard:
             return "belongs to a DaemonSet"
         if not owners:
             return "is a bare pod (nothing would make it again)"
-        if task.priority >= SYSTEM_CRITICAL and not self.args.evict_system_critical_pods:
+        if self._own_priority(task) >= SYSTEM_CRITICAL and not self.args.evict_system_critical_pods:
             return "is system-critical"
         volumes = spec.volumes
         if self.args.ignore_pvc_pods and any(
@@ -173,8 +184,9 @@ class EvictionGuard:
     def _policy(self, task: TaskInfo) -> str:
         if not task.preemptable:
             return "volcano.sh/preemptable is false"
-        if self.threshold is not None and task.priority >= self.threshold:
-            return f"priority {task.priority} is not below priorityThreshold {self.threshold}"
+        own = self._own_priority(task)
+        if self.threshold is not None and own >= self.threshold:
+            return f"priority {own} is not below priorityThreshold {self.threshold}"
         if task.namespace in self.exclude_namespaces:
             return f"namespace {task.namespace} is excluded"
         if self.include_namespaces and task.namespace not in self.include_namespaces:

@@ -13,6 +13,7 @@ from asyncsched.model.timestamps import parse_timestamp
 
 __all__ = [
     "PREEMPTABLE_ANNOTATION",
+    "TASK_PRIORITY_ANNOTATION",
     "TASK_SPEC_ANNOTATION",
     "TaskInfo",
     "has_pod_rules",
@@ -21,6 +22,7 @@ __all__ = [
     "pod_preemptable",
     "pod_requests",
     "pod_role",
+    "task_priority",
 ]
 
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
@@ -33,6 +35,24 @@ _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 _INT64 = 1 << 63
+_INT32 = 1 << 31
+
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+"""A pod's priority among its job's tasks for the scheduler, in place of its own."""
+
+
+def task_priority(pod: Pod, own: int) -> int:
+    """The priority the scheduler gives the pod's task: ``volcano.sh/task-priority`` when it
+    reads as Go's ``strconv.ParseInt(s, 10, 32)`` does (an optional sign, then decimal
+    digits, within int32), as Volcano's NewTaskInfo takes it; else ``own``, the pod's."""
+    text = pod.metadata.annotations.get(TASK_PRIORITY_ANNOTATION)
+    if text is None:
+        return own
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return own
+    value = int(text)
+    return value if -_INT32 <= value < _INT32 else own
 
 
 def pod_index(name: str) -> int | None:

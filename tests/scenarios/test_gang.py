@@ -127,3 +127,11 @@ def test_a_gang_with_its_count_met_but_a_role_short_stays_running(
     assert [e["time"] for e in run.of("failed")] == [5]
     phases = [(e["time"], e["phase"]) for e in run.of("phase") if e["kind"] == "PodGroup"]
     assert phases == [(0, "Running")]
+
+
+def test_the_task_priority_annotation_ranks_a_jobs_tasks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = simulate(capsys, tmp_path, "task-priority.yaml", extra=["--until", "30"])
+
+    assert [e["name"] for e in run.of("bound")] == ["p-b"]

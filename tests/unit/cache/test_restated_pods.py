@@ -75,7 +75,9 @@ def histories(draw: st.DrawFn) -> list[tuple[str, Any]]:
         elif kind == "echo":
             name = draw(st.sampled_from(NAMES))
             phase = draw(st.sampled_from(["Pending", "Running", "Succeeded"]))
-            change = draw(st.sampled_from(["", "", "note", "queue", "cpu", "deleting"]))
+            change = draw(
+                st.sampled_from(["", "", "note", "queue", "cpu", "deleting", "task-priority"])
+            )
             steps.append(("echo", (name, phase, change)))
         elif kind == "bind":
             steps.append(("bind", (draw(st.sampled_from(NAMES)), draw(st.sampled_from(NODES)))))
@@ -109,6 +111,12 @@ def _apply(cache: ClusterCache, step: tuple[str, Any]) -> object:
         elif change == "queue":  # a lone pod's job changes queue
             moved = {**meta.annotations, QUEUE_NAME_ANNOTATION: "other"}
             meta = msgspec.structs.replace(meta, annotations=moved)
+        elif change == "task-priority":  # the scheduler's priority for the task changes
+            ranked = {
+                **meta.annotations,
+                "volcano.sh/task-priority": "7" if phase == "Running" else "3",
+            }
+            meta = msgspec.structs.replace(meta, annotations=ranked)
         elif change == "deleting":
             meta = msgspec.structs.replace(meta, deletion_timestamp="2026-01-01T00:01:00Z")
         elif change == "cpu":  # resized in place

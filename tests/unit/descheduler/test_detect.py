@@ -100,6 +100,17 @@ def test_priority_at_or_above_threshold_stays() -> None:
     assert any(k == "default/vip" and "priorityThreshold 10000" in why for k, why in plan.kept)
 
 
+def test_a_task_priority_annotation_does_not_make_a_pod_evictable() -> None:
+    """volcano.sh/task-priority ranks a job's tasks for the scheduler; the pod's own
+    priority (its class's, 10000 here) is what the threshold reads."""
+    vip = running("vip", "hot", priority_class="high")
+    vip.metadata.annotations["volcano.sh/task-priority"] = "1"
+    snap = snapshot(*NODES, priority_class("high", 10000), vip, running("low", "hot"))
+    plan = deschedule(snap, figures(vip=3.0, low=0.9), policy())
+    assert [e.key for e in plan.evictions] == ["default/low"]
+    assert snap.nodes["hot"].tasks["default/vip"].priority == 1, "the scheduler's rank"
+
+
 def test_excluded_namespace_and_kinds_of_pods_stay() -> None:
     system = owned(pod("sys", namespace="kube-system", node_name="hot", phase="Running"))
     bare = pod("bare", node_name="hot", phase="Running")

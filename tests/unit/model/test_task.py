@@ -7,7 +7,14 @@ import pytest
 
 from asyncsched.api import Pod
 from asyncsched.model import task as task_module
-from asyncsched.model.task import TaskInfo, pod_index, pod_preemptable, pod_requests, pod_role
+from asyncsched.model.task import (
+    TaskInfo,
+    pod_index,
+    pod_preemptable,
+    pod_requests,
+    pod_role,
+    task_priority,
+)
 
 
 def _pod(spec: dict[str, object]) -> Pod:
@@ -115,3 +122,27 @@ def test_a_pod_updated_keeps_its_requests_unless_its_containers_changed() -> Non
 )
 def test_pod_index_reads_the_name_as_volcanos_task_order_does(name: str, index: int | None) -> None:
     assert pod_index(name) == index
+
+
+@pytest.mark.parametrize(
+    ("note", "priority"),
+    [
+        (None, 5),
+        ("10", 10),
+        ("-3", -3),
+        ("+7", 7),
+        ("2147483647", 2147483647),
+        ("2147483648", 5),  # beyond int32: the pod's own
+        ("1_0", 5),
+        (" 10", 5),
+        ("ten", 5),
+        ("", 5),
+    ],
+)
+def test_task_priority_reads_the_annotation_as_volcano_does(
+    note: str | None, priority: int
+) -> None:
+    pod = Pod()
+    if note is not None:
+        pod.metadata.annotations["volcano.sh/task-priority"] = note
+    assert task_priority(pod, 5) == priority

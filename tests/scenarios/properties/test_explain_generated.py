@@ -73,6 +73,7 @@ def _explain_waiting(sim: Simulation) -> list[str]:
             and gang.min_member == 1
             and gang.pods == 1
             and told.startswith("0/")
+            and " nodes are available" in told  # not a gang's "0/1 tasks in gang fit: ..."
             and found.verdict == told
         ):
             event("explain: a lone pod refused by every node")

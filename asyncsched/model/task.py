@@ -18,6 +18,7 @@ __all__ = [
     "TaskInfo",
     "has_pod_rules",
     "parse_go_bool",
+    "parse_go_int",
     "pod_index",
     "pod_preemptable",
     "pod_requests",
@@ -34,9 +35,6 @@ _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
-_INT64 = 1 << 63
-_INT32 = 1 << 31
-
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 """A pod's priority among its job's tasks for the scheduler, in place of its own."""
 
@@ -46,13 +44,8 @@ def task_priority(pod: Pod, own: int) -> int:
     reads as Go's ``strconv.ParseInt(s, 10, 32)`` does (an optional sign, then decimal
     digits, within int32), as Volcano's NewTaskInfo takes it; else ``own``, the pod's."""
     text = pod.metadata.annotations.get(TASK_PRIORITY_ANNOTATION)
-    if text is None:
-        return own
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits or not digits.isascii() or not digits.isdigit():
-        return own
-    value = int(text)
-    return value if -_INT32 <= value < _INT32 else own
+    value = parse_go_int(text, 32) if text is not None else None
+    return value if value is not None else own
 
 
 def pod_index(name: str) -> int | None:
@@ -62,12 +55,18 @@ def pod_index(name: str) -> int | None:
     parts = name.rsplit("-", 2)
     if len(parts) < 3:
         return None
-    last = parts[2]
-    digits = last[1:] if last[:1] in ("+", "-") else last
+    return parse_go_int(parts[2], 64)
+
+
+def parse_go_int(text: str, bits: int) -> int | None:
+    """The value as Go's ``strconv.ParseInt(text, 10, bits)`` reads it (``Atoi``: 64 bits):
+    an optional sign, then ASCII decimal digits, within the signed range; None otherwise."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
     if not digits or not digits.isascii() or not digits.isdigit():
         return None
-    value = int(last)
-    return value if -_INT64 <= value < _INT64 else None
+    value = int(text)
+    bound = 1 << (bits - 1)
+    return value if -bound <= value < bound else None
 
 
 def parse_go_bool(text: str) -> bool | None:

@@ -405,6 +405,8 @@ def pod_templates(
         notes[ANNOTATION + "fail-after"] = draw(st.sampled_from(("0", "1", "3", "8")))
         if draw(st.booleans()):
             notes[ANNOTATION + "exit-code"] = draw(st.sampled_from(("1", "3", "137")))
+    if draw(st.integers(0, 9)) == 0:  # the scheduler's rank among the job's tasks
+        notes["volcano.sh/task-priority"] = draw(st.sampled_from(("-5", "0", "7", "1000", "x")))
     if whole_group:
         notes[ANNOTATION + "needs-whole-group"] = "true"
     template: dict[str, Any] = {"spec": spec}

@@ -149,10 +149,9 @@ class JobController:
             if ref.controller and ref.kind == "Job":
                 key = f"{pg.metadata.namespace}/{ref.name}"
                 self._dirty[key] = None
-                if change.event == "MODIFIED":
-                    request = podgroup_request(change.old, pg)
-                    if request is not None and request.event == "Unknown":
-                        self._requests[key].append(request)
+                request = podgroup_request(change.old, pg)
+                if request is not None:
+                    self._requests[key].append(request)
 
     def _command(self, change: WatchEvent) -> None:
         command: Command = change.obj

@@ -210,11 +210,8 @@ class ControllerManager:
             # The Job waits for its PodGroup to leave Pending before it creates pods; a
             # move to Unknown is the Job's Unknown event.
             request = podgroup_request(old, pg)
-            key = (pg.metadata.namespace, owner.name)
-            if request is not None and request.event == "Unknown":
-                self.job_controller.queue.add(key, request)
-            else:
-                self.job_controller.queue.add(key)
+            requests = (request,) if request is not None else ()
+            self.job_controller.queue.add((pg.metadata.namespace, owner.name), *requests)
 
     def _podgroup_delete(self, namespace: str, name: str) -> None:
         self.queue_controller.podgroup_changed(self.podgroups.delete(namespace, name), None)

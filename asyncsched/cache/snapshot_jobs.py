@@ -168,7 +168,7 @@ class JobCopies:
         if len(bucket) != len(held) or not all(map(same, bucket, held)):
             return False
         status = next(iter(bucket.values())).status
-        allocated, best_effort = Resource(), 0
+        allocated, best_effort, gated = Resource(), 0, 0
         counts_allocated = status in ALLOCATED
         for task in bucket.values():
             if task.status is not status:
@@ -177,12 +177,15 @@ class JobCopies:
                 allocated = allocated + task.resreq
             elif task.best_effort:
                 best_effort += 1
+            elif task.pod.spec.scheduling_gates:
+                gated += 1
         n = len(bucket)
         old.by_status = {status: bucket}
         old.allocated = allocated
         old.n_ready = n if status in READY else 0
         old.n_allocated = n if counts_allocated else 0
         old.n_pending_best_effort = best_effort if status is TaskStatus.PENDING else 0
+        old.n_pending_gated = gated if status is TaskStatus.PENDING else 0
         return True
 
     def _template(self, key: str, pg: PodGroup) -> JobInfo:

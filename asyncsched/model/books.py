@@ -16,6 +16,7 @@ from asyncsched.model.resource import EMPTY, PODS, Resource
 
 __all__ = [
     "SettledTotals",
+    "deduct_gated",
     "elastic_part",
     "exceeded_part",
     "job_min_resources",
@@ -70,12 +71,26 @@ def reserved_for_job(job: JobInfo, whole_minimum_when_inqueue: bool) -> Resource
         return EMPTY
     if job.phase == PodGroupPhase.INQUEUE:
         if whole_minimum_when_inqueue:
-            return minimum
+            return deduct_gated(job, minimum)
     elif not (job.phase == PodGroupPhase.RUNNING and job.n_allocated >= job.min_available):
         return EMPTY
     if minimum == job.allocated:
         return EMPTY  # the usual running job: it holds exactly its minimum
-    return exceeded_part(minimum, job.allocated)
+    return deduct_gated(job, exceeded_part(minimum, job.allocated))
+
+
+def deduct_gated(job: JobInfo, reserve: Resource) -> Resource:
+    """``reserve`` less what the job's pending tasks held back by an outside scheduling gate
+    ask (``JobInfo.gated_request``), never below zero: what an admitted job holds in its
+    queue's reserve, so that a job whose pods wait on another system's gate does not keep
+    other jobs out meanwhile (Volcano's ``DeductSchGatedResources``). Admitting the job
+    still asks room for its whole minimum."""
+    if not job.n_pending_gated:
+        return reserve
+    gated = job.gated_request()
+    if gated.is_zero():
+        return reserve
+    return exceeded_part(reserve, gated)
 
 
 def elastic_part(job: JobInfo) -> Resource:

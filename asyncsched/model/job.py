@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from asyncsched.api import PodGroup
 from asyncsched.model.journal import Journal, Tracked
-from asyncsched.model.resource import Resource
+from asyncsched.model.resource import EMPTY, Resource
 from asyncsched.model.status import ALLOCATED, READY, TaskStatus
 from asyncsched.model.task import TaskInfo
 from asyncsched.model.timestamps import parse_timestamp
@@ -43,6 +43,7 @@ class JobInfo(Tracked):
         "min_task_member",
         "n_allocated",
         "n_pending_best_effort",
+        "n_pending_gated",
         "n_ready",
         "name",
         "namespace",
@@ -98,6 +99,9 @@ class JobInfo(Tracked):
         """Tasks in an ALLOCATED status (a subset of READY); kept like n_ready."""
         self.n_pending_best_effort = 0
         """Pending tasks that request nothing (BestEffort); kept like n_ready."""
+        self.n_pending_gated = 0
+        """Pending tasks that request something and carry scheduling gates; kept like
+        n_ready, so that only jobs with some look for them (``gated_request``)."""
         self.touched = False
         self.journal: Journal | None = None
         self.settled_under: object | None = None
@@ -234,8 +238,11 @@ class JobInfo(Tracked):
             if status in ALLOCATED:
                 self.n_allocated += 1
                 self.allocated = self.allocated + task.resreq
-        elif status is TaskStatus.PENDING and task.best_effort:
-            self.n_pending_best_effort += 1
+        elif status is TaskStatus.PENDING:
+            if task.best_effort:
+                self.n_pending_best_effort += 1
+            elif task.pod.spec.scheduling_gates:
+                self.n_pending_gated += 1
 
     def _count_out(self, existing: TaskInfo) -> None:
         """Take a task just popped from ``tasks`` out of its status bucket and the counts."""
@@ -248,8 +255,11 @@ class JobInfo(Tracked):
             if status in ALLOCATED:
                 self.n_allocated -= 1
                 self.allocated = self.allocated - existing.resreq
-        elif status is TaskStatus.PENDING and existing.best_effort:
-            self.n_pending_best_effort -= 1
+        elif status is TaskStatus.PENDING:
+            if existing.best_effort:
+                self.n_pending_best_effort -= 1
+            elif self.n_pending_gated and existing.pod.spec.scheduling_gates:
+                self.n_pending_gated -= 1
 
     def clone_empty(self, journal: Journal | None = None) -> JobInfo:
         """A copy with the same gang rules and no tasks (the snapshot re-adds cloned tasks).
@@ -279,6 +289,7 @@ class JobInfo(Tracked):
         twin.n_ready = 0
         twin.n_allocated = 0
         twin.n_pending_best_effort = 0
+        twin.n_pending_gated = 0
         twin.touched = False
         twin.journal = journal
         twin.settled_under = None
@@ -312,6 +323,17 @@ class JobInfo(Tracked):
     def pending_best_effort_num(self) -> int:
         """Pending tasks that request nothing (BestEffort), kept as a running count."""
         return self.n_pending_best_effort
+
+    def gated_request(self) -> Resource:
+        """What its pending tasks held back by a scheduling gate other than Volcano's own
+        ask for, summed (``TaskInfo.gated_apart``; Volcano's ``GetSchGatedPodResources``)."""
+        if not self.n_pending_gated:
+            return EMPTY
+        total = EMPTY
+        for task in self.by_status.get(TaskStatus.PENDING, {}).values():
+            if task.gated_apart:
+                total = total + task.resreq
+        return total
 
     def waiting_task_num(self) -> int:
         return len(self.by_status.get(TaskStatus.PIPELINED, ()))

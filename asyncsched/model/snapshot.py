@@ -148,6 +148,7 @@ _JOB_FIELDS = (
     "n_ready",
     "n_allocated",
     "n_pending_best_effort",
+    "n_pending_gated",
     "touched",
 )
 _NODE_FIELDS = (

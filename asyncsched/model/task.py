@@ -13,6 +13,7 @@ from asyncsched.model.timestamps import parse_timestamp
 
 __all__ = [
     "PREEMPTABLE_ANNOTATION",
+    "QUEUE_ALLOCATION_GATE",
     "TASK_PRIORITY_ANNOTATION",
     "TASK_SPEC_ANNOTATION",
     "TaskInfo",
@@ -37,6 +38,9 @@ _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 """A pod's priority among its job's tasks for the scheduler, in place of its own."""
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
+"""Volcano's own scheduling gate (its alpha SchedulingGatesQueueAdmission, not built here):
+a pod gated by it alone still counts in its queue's reserve (``TaskInfo.gated_apart``)."""
 
 
 def task_priority(pod: Pod, own: int) -> int:
@@ -373,6 +377,17 @@ class TaskInfo(Tracked):
         placed, nor does it preempt, until they are removed: the API server refuses to
         bind it (Volcano's ``SchGated``)."""
         return bool(self.pod.spec.scheduling_gates)
+
+    @property
+    def gated_apart(self) -> bool:
+        """Is the pod held back by a gate other than Volcano's queue-allocation gate alone?
+        Then its request is taken off what its admitted job reserves in its queue, so a
+        job waiting on an outside gate does not keep others out (Volcano's
+        ``GetSchGatedPodResources``)."""
+        gates = self.pod.spec.scheduling_gates
+        if not gates:
+            return False
+        return len(gates) != 1 or gates[0].name != QUEUE_ALLOCATION_GATE
 
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status.value}, node={self.node_name or '-'})"

@@ -8,7 +8,12 @@ import numpy as np
 
 from asyncsched.framework.state import Slot
 from asyncsched.model import Resource
-from asyncsched.model.books import exceeded_part, job_min_resources, reserved_for_job
+from asyncsched.model.books import (
+    deduct_gated,
+    exceeded_part,
+    job_min_resources,
+    reserved_for_job,
+)
 from asyncsched.model.resource import PODS
 
 if TYPE_CHECKING:
@@ -17,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "cluster_total",
     "cluster_used",
+    "deduct_gated",
     "dominant_share",
     "exceeded_part",
     "fits_where_requested",

@@ -37,7 +37,7 @@ from asyncsched.model.queue_tree import ROOT, QueueNode, QueueTree, queue_books
 from asyncsched.model.resource import PODS
 from asyncsched.plugins._capacity_reclaim import Reclaim, common_depth
 from asyncsched.plugins._queue_metrics import report_queue
-from asyncsched.plugins._resources import cluster_total, job_min_resources
+from asyncsched.plugins._resources import cluster_total, deduct_gated, job_min_resources
 
 __all__ = ["CapacityPlugin"]
 
@@ -210,7 +210,7 @@ class CapacityPlugin:
     def _enqueued(self, job: JobInfo) -> None:
         minimum = job_min_resources(job)
         if minimum is not None and job.queue in self.tree:
-            self.tree.reserve(job.queue, minimum)
+            self.tree.reserve(job.queue, deduct_gated(job, minimum))
 
     def on_session_close(self, ssn: Session) -> None:
         """Report each declared queue's deserved amount (the implicit root is not one)."""

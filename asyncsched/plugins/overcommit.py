@@ -18,6 +18,7 @@ from asyncsched.model.resource import PODS
 from asyncsched.plugins._resources import (
     cluster_total,
     cluster_used,
+    deduct_gated,
     job_min_resources,
     reserved_for_job,
 )
@@ -82,7 +83,7 @@ class OvercommitPlugin:
     def _enqueued(self, job: JobInfo) -> None:
         minimum = job_min_resources(job)
         if minimum is not None:
-            self.inqueue = self.inqueue + minimum
+            self.inqueue = self.inqueue + deduct_gated(job, minimum)
 
     def on_session_close(self, ssn: Session) -> None:
         """Nothing to report; the books stay readable for other plugins' close."""

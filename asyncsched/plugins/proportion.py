@@ -40,6 +40,7 @@ from asyncsched.model.resource import CPU, MEMORY, PODS
 from asyncsched.plugins._queue_metrics import report_queue
 from asyncsched.plugins._resources import (
     cluster_total,
+    deduct_gated,
     dominant_share,
     exceeded_part,
     job_min_resources,
@@ -284,7 +285,7 @@ class ProportionPlugin:
         attr = self.queues.get(job.queue)
         minimum = job_min_resources(job)
         if attr is not None and minimum is not None:
-            attr.inqueue = attr.inqueue + minimum
+            attr.inqueue = attr.inqueue + deduct_gated(job, minimum)
 
     def on_session_close(self, ssn: Session) -> None:
         """Report each queue's deserved amount and Volcano's queue metrics; the books stay

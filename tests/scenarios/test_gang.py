@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenarios.harness import simulate
+from tests.scenarios.harness import YAML, simulate
 
 
 def test_all_five_jobs_complete_and_no_job_is_ever_partly_bound(
@@ -102,6 +102,31 @@ def test_gated_pods_wait_for_their_gates_and_a_gang_that_needs_one_waits_whole(
     assert "PodGroup default/a (3 pods): 2/3 tasks in gang fit: 1 wait until their " in waiting
     gated = "it has scheduling gates (example.com/quota): it waits until they are removed"
     assert f"Pod default/lone (1 pod): {gated}" in waiting
+
+
+@pytest.mark.parametrize("config", [None, "capacity-config.yaml"])
+def test_an_admitted_job_holds_no_reserve_for_pods_behind_an_outside_gate(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, config: str | None
+) -> None:
+    run = simulate(capsys, tmp_path, "gated-job-reserve.yaml", config=config)
+
+    assert run.code == 4, run.stderr  # stuck: the gated pods wait for good
+    assert [(e["time"], e["name"]) for e in run.of("bound")] == [(60, "after-0")]
+    phases = {e["name"]: e["phase"] for e in run.of("phase") if e["kind"] == "PodGroup"}
+    assert phases["gated"] == "Inqueue"
+
+
+def test_pods_behind_volcanos_own_gate_alone_still_count_in_the_reserve(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = (YAML / "gated-job-reserve.yaml").read_text()
+    own = tmp_path / "volcano-gate.yaml"
+    own.write_text(text.replace("example.com/quota", "scheduling.volcano.sh/queue-allocation-gate"))
+    run = simulate(capsys, tmp_path, own)
+
+    assert not run.of("bound")
+    waiting = run.stdout.split("waiting when the run ended")[1]
+    assert "PodGroup default/after (1 pod): waiting to be admitted to queue 'default'" in waiting
 
 
 def test_a_podgroup_whose_pods_all_finished_is_completed_succeeded_or_failed(

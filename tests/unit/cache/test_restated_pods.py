@@ -8,9 +8,9 @@ the end); that no decision reads it is checked on simulated runs in
 
 Generated histories of pod versions (new ones, and the last one again on the node the cache
 holds it on, as a bind's echo or a kubelet's report would bring it, sometimes with a new
-annotation, a deletion stamp or other requests), binds, failed binds, evictions and
-deletions run on two caches,
-one of them with restating turned off; after every step they must agree.
+annotation, scheduling gates added or removed, a deletion stamp or other requests), binds,
+failed binds, evictions and deletions run on two caches, one of them with restating turned
+off; after every step they must agree.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asyncsched.api import Pod
+from asyncsched.api.core import PodSchedulingGate
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.cache import ClusterCache
@@ -76,7 +77,9 @@ def histories(draw: st.DrawFn) -> list[tuple[str, Any]]:
             name = draw(st.sampled_from(NAMES))
             phase = draw(st.sampled_from(["Pending", "Running", "Succeeded"]))
             change = draw(
-                st.sampled_from(["", "", "note", "queue", "cpu", "deleting", "task-priority"])
+                st.sampled_from(
+                    ["", "", "note", "queue", "cpu", "deleting", "task-priority", "gates"]
+                )
             )
             steps.append(("echo", (name, phase, change)))
         elif kind == "bind":
@@ -117,6 +120,9 @@ def _apply(cache: ClusterCache, step: tuple[str, Any]) -> object:
                 "volcano.sh/task-priority": "7" if phase == "Running" else "3",
             }
             meta = msgspec.structs.replace(meta, annotations=ranked)
+        elif change == "gates":  # another system adds or removes its scheduling gate
+            gates = [] if spec.scheduling_gates else [PodSchedulingGate(name="example.com/q")]
+            spec = msgspec.structs.replace(spec, scheduling_gates=gates)
         elif change == "deleting":
             meta = msgspec.structs.replace(meta, deletion_timestamp="2026-01-01T00:01:00Z")
         elif change == "cpu":  # resized in place
@@ -308,3 +314,23 @@ def test_lone_jobs_settle_under_the_configuration_named_and_again_after_a_reload
     again = cache.snapshot(configuration=after.configuration)
     assert again.settled_under is after.configuration
     assert again.active is not None and not lone & set(again.active)
+
+
+def test_a_gate_added_or_removed_in_place_recounts_the_jobs_gated_tasks() -> None:
+    """A pending pod whose gate comes and goes is restated in the cache's own task; the
+    job's copy kept across snapshots counts its gated tasks as a fresh copy does."""
+    cache = _fresh()
+    first = pod("a", group="g")
+    cache.upsert_pod(first)
+    cache.upsert_pod(pod("b", group="g"))
+    task = cache.tasks["default/a"]
+    job = cache.snapshot().jobs["default/g"]
+    for gates, counted in (([PodSchedulingGate(name="example.com/q")], 1), ([], 0)) * 2:
+        spec = msgspec.structs.replace(first.spec, scheduling_gates=gates)
+        cache.upsert_pod(msgspec.structs.replace(first, spec=spec))
+        assert cache.tasks["default/a"] is task  # restated, not replaced
+        snapshot = cache.snapshot()
+        assert snapshot.jobs["default/g"].n_pending_gated == counted
+        assert snapshot_differences(snapshot, cache.trial_snapshot()) == []
+        kept, job = snapshot.jobs["default/g"] is job, snapshot.jobs["default/g"]
+    assert kept  # the last copies were made current in place (``_resorted``)

@@ -62,7 +62,7 @@ def test_an_empty_job_copy_has_every_slot_and_no_memo() -> None:
         assert getattr(twin, slot) == getattr(source, slot), slot
     reset = {
         "_allocated_before", "allocated", "books_memo", "by_status", "journal",
-        "min_task_member", "n_allocated", "n_pending_best_effort", "n_ready",
+        "min_task_member", "n_allocated", "n_pending_best_effort", "n_pending_gated", "n_ready",
         "podgroup_in_sync", "settled_under", "share_memo", "tasks", "touched",
     }  # fmt: skip
     assert set(_slots(JobInfo)) == set(kept) | reset, "a new slot: say how the copy gets it"

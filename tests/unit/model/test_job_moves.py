@@ -12,6 +12,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asyncsched.api.core import PodSchedulingGate
 from asyncsched.model import JobInfo, Resource, TaskInfo, TaskStatus
 from asyncsched.model.journal import Journal
 from asyncsched.model.status import ALLOCATED, READY
@@ -35,6 +36,8 @@ def _plain_remove(job: JobInfo, task: TaskInfo) -> None:
             job.allocated = job.allocated - existing.resreq
     elif status is TaskStatus.PENDING and existing.best_effort:
         job.n_pending_best_effort -= 1
+    elif status is TaskStatus.PENDING and existing.gated:
+        job.n_pending_gated -= 1
 
 
 def _plain_add(job: JobInfo, task: TaskInfo) -> None:
@@ -50,6 +53,8 @@ def _plain_add(job: JobInfo, task: TaskInfo) -> None:
             job.allocated = job.allocated + task.resreq
     elif status is TaskStatus.PENDING and task.best_effort:
         job.n_pending_best_effort += 1
+    elif status is TaskStatus.PENDING and task.gated:
+        job.n_pending_gated += 1
 
 
 def _plain_move(job: JobInfo, task: TaskInfo, status: TaskStatus) -> None:
@@ -82,7 +87,9 @@ def _world(
     tasks = []
     for i, (uid, best_effort, status) in enumerate(specs):
         cpu, memory = ("", "") if best_effort else (str(1 + i % 3), f"{1 + i % 2}Gi")
-        task = TaskInfo.from_pod(pod(f"p{uid}", cpu=cpu, memory=memory, namespace="ns"), "ns/j", 0)
+        gates = [PodSchedulingGate(name="example.com/quota")] if uid % 3 == 0 else []
+        source = pod(f"p{uid}", cpu=cpu, memory=memory, namespace="ns", scheduling_gates=gates)
+        task = TaskInfo.from_pod(source, "ns/j", 0)
         task.status = _STATUSES[status]
         tasks.append(task)
         if i % 4 != 3:  # every fourth is not in the job (or stands beside one of its uid)
@@ -105,6 +112,7 @@ def _state(job: JobInfo, tasks: list[TaskInfo], journal: Journal) -> object:
         job.n_ready,
         job.n_allocated,
         job.n_pending_best_effort,
+        job.n_pending_gated,
         job.allocated,
         job.allocated_at_open(),
         job.touched,

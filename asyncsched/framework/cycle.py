@@ -21,6 +21,7 @@ from asyncsched.framework.plugin import Action, Plugin, PluginBuilder
 from asyncsched.framework.reasons import queue_refusal
 from asyncsched.framework.registry import Registry
 from asyncsched.framework.results import (
+    SCHEDULABLE_REASON,
     PodGroupUpdate,
     SessionResult,
     SessionTimings,
@@ -267,8 +268,15 @@ def _report_jobs(ssn: Session) -> None:
         # Tasks of the job that were not tried this session wait for the same reason as
         # the first one that was (Volcano gives every pending task the job's fit error).
         job_errors = next((e for t in pending if (e := ssn.fit_failures.get(t.uid))), None)
+        placed = ssn.last_placements.by_uid
         for task in pending:
             if task.gated:  # the API server's SchedulingGated condition stands, as in Volcano
+                continue
+            last = placed.get(task.uid) if placed else None
+            if last is not None:
+                ssn.result.unschedulable.append(
+                    _fitted_in_undone_gang(task, job, last, gang_message)
+                )
                 continue
             errors = ssn.fit_failures.get(task.uid)
             if errors is not None:
@@ -300,6 +308,18 @@ def _report_jobs(ssn: Session) -> None:
             if update is not None:
                 ssn.result.podgroups.append(update)
         job.settled_under = ssn.configuration if unchanged and _settled(job) else None
+
+
+def _fitted_in_undone_gang(
+    task: TaskInfo, job: JobInfo, node: str, gang_message: str
+) -> TaskUnschedulable:
+    """A pod allocated in a gang this session gave back: the node it fits and that it waits
+    for its gang, with reason Schedulable (Volcano's, from the task's last transaction)."""
+    gang = f"({gang_message})" if gang_message else f"(minAvailable {job.min_available})"
+    message = f"fits node {node}; waits for its gang {gang}"
+    return TaskUnschedulable(
+        task.uid, task.namespace, task.name, job.uid, message, SCHEDULABLE_REASON
+    )
 
 
 def _settled(job: JobInfo) -> bool:

@@ -10,6 +10,8 @@ from asyncsched.api import Condition
 from asyncsched.model.gpu_claims import GpuClaim
 
 __all__ = [
+    "SCHEDULABLE_REASON",
+    "UNSCHEDULABLE_REASON",
     "Bind",
     "Eviction",
     "FitErrors",
@@ -59,15 +61,22 @@ class Nomination:
     node: str
 
 
+UNSCHEDULABLE_REASON = "Unschedulable"
+SCHEDULABLE_REASON = "Schedulable"
+"""For a pod that fitted in a gang given back (Volcano's ``PodReasonSchedulable``)."""
+
+
 @dataclass(frozen=True)
 class TaskUnschedulable:
-    """A pending pod that could not be placed: PodScheduled=False, reason Unschedulable."""
+    """A waiting pod: PodScheduled=False with ``reason`` (Unschedulable, or Schedulable for
+    a pod that fitted in a gang given back) and ``message``, and a FailedScheduling Event."""
 
     uid: str
     namespace: str
     name: str
     job: str
     message: str
+    reason: str = UNSCHEDULABLE_REASON
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from asyncsched.framework.state import Slot
 from asyncsched.framework.waiting import (
     FitFailures,
     JobNotices,
+    LastPlacements,
     PodGroupConditions,
     QueuedBehind,
     UndoneGangs,
@@ -102,6 +103,8 @@ class Session(SessionOrders, NodeScoring):
         """Why tasks fit no node (``asyncsched.framework.waiting``: who writes, who reads)."""
         self.undone_gangs = UndoneGangs()
         """Jobs allocate placed in part and gave back, with how far it got."""
+        self.last_placements = LastPlacements()
+        """Where undone operations had put tasks (``LastPlacements``)."""
         self.podgroup_conditions = PodGroupConditions()
         """The PodGroup condition the gang plugin settled on for each job."""
         self.job_notices = JobNotices()

@@ -108,6 +108,8 @@ class Statement:
                 node.add_task(task)
                 self.ssn.fire_allocate(task)
             else:
+                if op.op is _Op.ALLOCATE:
+                    self.ssn.last_placements.record(task.uid, node.name)
                 if task.gpu_claim is not op.claim:
                     task.set_gpu_claim(op.claim)
                 # as Volcano's unallocate: the handlers still see the node the task leaves

@@ -18,6 +18,7 @@ __all__ = [
     "FitFailures",
     "GangAttempt",
     "JobNotices",
+    "LastPlacements",
     "PodGroupConditions",
     "QueuedBehind",
     "UndoneGangs",
@@ -70,6 +71,22 @@ class UndoneGangs(_ByUid[GangAttempt]):
 
     Written only by ``asyncsched.actions.allocate``. Read by the gang plugin's
     pending message ("3/8 tasks in gang fit: ...").
+    """
+
+    __slots__ = ()
+
+
+class LastPlacements(_ByUid[str]):
+    """The node each task was last allocated to this session by an allocate then undone (a
+    gang given back, a trial dropped), by task uid: Volcano's ``LastTransaction`` when it
+    is an allocate.
+
+    Written only by ``asyncsched.framework.statement`` when it undoes an allocate. Read by
+    the session's job report: a pod that fitted in free room in a gang given back is told
+    the node it fits and that it waits for its gang (PodScheduled reason ``Schedulable``,
+    as Volcano gives it). A pipeline undone (room that evictions or releasing pods would
+    have made) is not kept: such a pod is told why it did not fit, with any victims kept
+    back, rather than a node it cannot have now.
     """
 
     __slots__ = ()

@@ -218,6 +218,43 @@ async def test_pod_that_fits_nowhere_gets_an_event_and_condition_with_the_reason
         scheduler.terminate()
 
 
+async def test_a_member_that_fitted_in_a_gang_given_back_is_told_schedulable(
+    bed: Bed,
+) -> None:
+    """As Volcano: PodScheduled=False with reason Schedulable for a pod the session placed
+    before it gave the gang back, Unschedulable for the one that fitted nowhere."""
+    scheduler = bed.scheduler()
+    try:
+        await bed.submit(
+            bed.podgroup("pair", 2),
+            bed.pod("pair-0", group="pair"),
+            bed.pod("pair-1", group="pair", gpu=16),
+        )
+
+        async def told() -> dict[str, dict[str, Any]]:
+            found = {}
+            for pod in await bed.pods():
+                for c in pod["status"].get("conditions", []):
+                    if c["type"] == "PodScheduled":
+                        found[pod["metadata"]["name"]] = c
+            return found
+
+        async def both() -> bool:
+            return {"pair-0", "pair-1"} <= set(await told())
+
+        await wait_for(both, 30, "a PodScheduled condition on both members")
+        conditions = await told()
+        fitted, unfit = conditions["pair-0"], conditions["pair-1"]
+        assert fitted["status"] == "False" and fitted["reason"] == "Schedulable", fitted
+        assert fitted["message"].startswith("fits node "), fitted
+        assert "1/2 tasks in gang fit" in fitted["message"], fitted
+        assert unfit["reason"] == "Unschedulable", unfit
+        assert "Insufficient nvidia.com/gpu" in unfit["message"], unfit
+        assert not [p for p in await bed.pods() if p["spec"].get("nodeName")]
+    finally:
+        scheduler.terminate()
+
+
 async def test_killed_and_restarted_scheduler_binds_nothing_twice_and_loses_nothing(
     bed: Bed,
 ) -> None:

@@ -29,7 +29,7 @@ def reasons(message: str) -> list[str]:
         parts = (match.group("parts") or "").split(", ")
         found = [_DETAILS.sub("", _COUNT.sub("", p)).strip() for p in parts]
         return sorted({r for r in found if r}) or ["no nodes"]
-    if " tasks in gang " in text:
+    if " tasks in gang " in text or "; waits for its gang " in text:
         return ["gang"]
     if "queue" in text:
         return ["queue"]

@@ -95,7 +95,7 @@ class StatusWriter:
         self._on_event_dropped = on_event_dropped
         self._yield_to_binds = yield_to_binds
         self.events_dropped = 0
-        self._reasons: dict[str, str] = {}
+        self._reasons: dict[str, tuple[str, str]] = {}
         self._podgroup_status_subresource: bool | None = None
         self._podgroups_waiting: dict[str, bytes] = {}
         """Per PodGroup path, the newest status body not yet sent (waiting for a slot)."""
@@ -284,15 +284,18 @@ class StatusWriter:
     # -- pods --------------------------------------------------------------------
 
     def unschedulable(self, note: TaskUnschedulable, pod_uid: str) -> None:
-        """PodScheduled=False/Unschedulable with the reason, and a FailedScheduling Event."""
-        if self._reasons.get(note.uid) == note.message:
+        """PodScheduled=False with the note's reason (Unschedulable, or Schedulable for a pod
+        that fitted in a gang given back) and message, and a FailedScheduling Event (a
+        Warning either way, as Volcano writes it)."""
+        said = (note.reason, note.message)
+        if self._reasons.get(note.uid) == said:
             return
-        self._reasons[note.uid] = note.message
+        self._reasons[note.uid] = said
         stamp = now_rfc3339()
         condition = Condition(
             type="PodScheduled",
             status="False",
-            reason="Unschedulable",
+            reason=note.reason,
             message=note.message,
             last_transition_time=stamp,
         )

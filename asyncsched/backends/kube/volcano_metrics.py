@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
 from asyncsched.framework import SessionResult
+from asyncsched.framework.results import UNSCHEDULABLE_REASON
 from asyncsched.model import JobInfo
 
 __all__ = ["PerJobGauges", "VolcanoMetrics", "exponential_range"]
@@ -157,7 +158,8 @@ class VolcanoMetrics:
             self.attempts.labels("error").inc(len(result.failures))
         per_job: dict[str, int] = {}
         for note in result.unschedulable:
-            per_job[note.job] = per_job.get(note.job, 0) + 1
+            if note.reason == UNSCHEDULABLE_REASON:  # not the pods that fit (Schedulable)
+                per_job[note.job] = per_job.get(note.job, 0) + 1
         for job in self._jobs - set(per_job):
             self.unschedulable_tasks.remove(job)
         for job, count in per_job.items():

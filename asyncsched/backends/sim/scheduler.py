@@ -27,6 +27,7 @@ from asyncsched.cache import ClusterCache
 from asyncsched.framework import Session, SessionResult, open_session, run_session
 from asyncsched.framework.effects import Effects, carry_out
 from asyncsched.framework.results import (
+    SCHEDULABLE_REASON,
     Bind,
     Eviction,
     Nomination,
@@ -74,6 +75,8 @@ class SimScheduler(Effects):
         self.config_errors: list[str] = []
         self.reasons: dict[str, str] = {}
         """The last reason given for each pod it could not place, by key."""
+        self.fitting: set[str] = set()
+        """Pods whose last reason says they fitted, in a gang given back (Schedulable)."""
         self.plugin_failures: list[PluginFailure] = []
         """Every plugin callback that raised (the session went on without it)."""
         self.gauges = False
@@ -97,6 +100,7 @@ class SimScheduler(Effects):
         if change.event == "DELETED":
             cache.delete_pod(pod.metadata.namespace, pod.metadata.name)
             self.reasons.pop(key, None)  # a pod made again under this name is a new pod
+            self.fitting.discard(key)
             self.dirty = True
             return
         if cache.upsert_pod(pod):
@@ -205,6 +209,7 @@ class SimScheduler(Effects):
             )
         self.store.update(bound, actor=SCHEDULER)
         self.reasons.pop(key, None)
+        self.fitting.discard(key)
         return True
 
     def evict(self, eviction: Eviction) -> bool:
@@ -310,6 +315,10 @@ class SimScheduler(Effects):
         if self.reasons.get(note.uid) == note.message or self.store.get(Pod, note.uid) is None:
             return
         self.reasons[note.uid] = note.message
+        if note.reason == SCHEDULABLE_REASON:
+            self.fitting.add(note.uid)
+        else:
+            self.fitting.discard(note.uid)
         self.store.record(
             Note(
                 "Pod",

@@ -49,6 +49,7 @@ from asyncsched.backends.sim.store import AlreadyExists, ObjectStore, Refused, k
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 from asyncsched.controllers.job import seeded_key_factory
 from asyncsched.descheduler.policy import Policy
+from asyncsched.framework.cycle import UNSCHEDULABLE
 
 __all__ = ["Outcome", "SimEvent", "Simulation", "Stuck"]
 
@@ -315,14 +316,15 @@ class Simulation:
         unexplained = [min(keys) for keys in groups.values() if not any(k in reasons for k in keys)]
         asked = self.scheduler.explain(unexplained, empty, self.now) if unexplained or empty else {}
         stuck = []
+        fitted = self.scheduler.fitting
         for (kind, name), keys in groups.items():
-            notices = ""
+            notices = gang = ""
             if kind == "PodGroup":
                 pg = self.store.get(PodGroup, name)
-                notices = _notices(pg)
+                notices, gang = _notices(pg), _gang_reason(pg)
                 kind, name = shown_as(pg, name)
-            known = next((reasons[k] for k in sorted(keys) if k in reasons), "")
-            why = known or asked.get(min(keys), "")
+            why = _first_reason([k for k in sorted(keys) if k in reasons], reasons, fitted, gang)
+            why = why or asked.get(min(keys), "")
             if notices:
                 why = f"{why}{' ' if why.endswith('.') else '; '}{notices}"
             stuck.append(Stuck(kind, name, len(keys), why))
@@ -373,6 +375,28 @@ class Simulation:
 
 def _count(n: int, one: str, many: str = "") -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _first_reason(told: list[str], reasons: dict[str, str], fitted: set[str], gang: str) -> str:
+    """The reason of the first pod told one (``told``, in name order). A pod that fitted in a
+    gang given back says only where it fits: the gang's condition says why it waits, else
+    the first pod that did not fit."""
+    if not told:
+        return ""
+    if told[0] not in fitted:
+        return reasons[told[0]]
+    unfit = next((k for k in told if k not in fitted), told[0])
+    return gang or reasons[unfit]
+
+
+def _gang_reason(pg: PodGroup | None) -> str:
+    """The message of the PodGroup's Unschedulable condition (why the gang waits), if any."""
+    if pg is None:
+        return ""
+    return next(
+        (c.message for c in pg.status.conditions if c.type == UNSCHEDULABLE and c.status == "True"),
+        "",
+    )
 
 
 def _notices(pg: PodGroup | None) -> str:

@@ -45,6 +45,8 @@ def test_gang_that_does_not_fit_binds_nothing_and_says_why() -> None:
     assert (attempt.fitted, attempt.needed) == (2, 3)
     assert attempt.fit_errors is not None
     assert attempt.fit_errors.message() == "0/2 nodes are available: 2 Insufficient cpu."
+    # where the two that fitted had gone (Volcano's last transaction), for their reason
+    assert ssn.last_placements.by_uid == {"default/job-0": "a", "default/job-1": "b"}
 
 
 def test_gang_that_fits_binds_every_member() -> None:

@@ -362,3 +362,14 @@ def test_a_session_for_a_shell_without_metrics_reports_no_gauges() -> None:
     assert {g.name for g in exported.plugin_gauges} >= {"volcano_job_share", "volcano_queue_share"}
     assert silent.plugin_gauges == []
     assert silent.binds == exported.binds and silent.podgroups == exported.podgroups
+
+
+def test_pods_that_fitted_in_a_gang_given_back_are_not_counted_unschedulable() -> None:
+    metrics = Metrics()
+    notes = [
+        TaskUnschedulable("u0", "default", "g-0", "default/g", "fits node n1; ...", "Schedulable"),
+        TaskUnschedulable("u1", "default", "g-1", "default/g", "0/1 nodes are available: ..."),
+    ]
+    metrics.observe_session(SessionResult(unschedulable=notes))
+    text = metrics.exposition().decode()
+    assert 'volcano_unschedule_task_count{job_id="default/g"} 1.0' in text

@@ -18,6 +18,7 @@ WRITERS = {
     "fit_failures": "actions/placement.py",
     "undone_gangs": "actions/allocate.py",
     "podgroup_conditions": "plugins/gang.py",
+    "last_placements": "framework/statement.py",
 }
 
 
@@ -34,6 +35,7 @@ def test_each_part_is_written_by_the_one_module_its_docstring_names(part: str, w
         "fit_failures": waiting.FitFailures,
         "undone_gangs": waiting.UndoneGangs,
         "podgroup_conditions": waiting.PodGroupConditions,
+        "last_placements": waiting.LastPlacements,
     }[part]
     module = "asyncsched." + writer.removesuffix(".py").replace("/", ".")
     assert f"Written only by ``{module}``" in " ".join((owner.__doc__ or "").split())

@@ -16,6 +16,8 @@ __all__ = [
     "DEQUEUE_STRATEGIES",
     "DEQUEUE_TRAVERSE",
     "GANG_CONDITION_TYPES",
+    "GANG_SCHEDULED",
+    "GANG_UNSCHEDULABLE",
     "GROUP_NAME_ANNOTATION",
     "HIERARCHY_ANNOTATION",
     "HIERARCHY_WEIGHTS_ANNOTATION",
@@ -80,7 +82,9 @@ class QueueSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """``fifo`` or ``traverse`` (the default when empty): see DEQUEUE_STRATEGIES."""
 
 
-GANG_CONDITION_TYPES = frozenset({"Scheduled", "Unschedulable"})
+GANG_SCHEDULED = "Scheduled"
+GANG_UNSCHEDULABLE = "Unschedulable"
+GANG_CONDITION_TYPES = frozenset({GANG_SCHEDULED, GANG_UNSCHEDULABLE})
 """The PodGroup condition types the scheduler's gang logic keeps (Volcano's two); any
 other type on a PodGroup is a plugin's notice (``ssn.job_notices``)."""
 

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 import msgspec
 
 from asyncsched.api import Condition
-from asyncsched.api.volcano import GANG_CONDITION_TYPES, PodGroupStatus
+from asyncsched.api.volcano import (
+    GANG_CONDITION_TYPES,
+    GANG_SCHEDULED,
+    GANG_UNSCHEDULABLE,
+    PodGroupStatus,
+)
 from asyncsched.framework.arguments import ArgumentError, Arguments
 from asyncsched.framework.conf import ConfigError, SchedulerConfiguration, parse_configuration
 from asyncsched.framework.plugin import Action, Plugin, PluginBuilder
@@ -49,8 +54,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-UNSCHEDULABLE = "Unschedulable"
-SCHEDULED = "Scheduled"
+UNSCHEDULABLE = GANG_UNSCHEDULABLE
+SCHEDULED = GANG_SCHEDULED
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,12 @@ async def test_gang_is_bound_all_or_nothing_and_other_schedulers_are_left_alone(
         assert conditions["Unschedulable"]["status"] == "True"
         assert "nvidia.com/gpu" in conditions["Unschedulable"]["message"]
         assert (await bed.podgroup_status("first"))["phase"] == "Running"
+        # kubectl describe podgroup shows why, once while the reason stays (sessions ran on)
+        (waiting,) = await bed.wait_events("second", {"Unschedulable"})
+        assert waiting["type"] == "Warning" and waiting.get("count", 1) == 1, waiting
+        assert waiting["message"] == conditions["Unschedulable"]["message"]
+        (ready,) = await bed.wait_events("first", {"Scheduled"})
+        assert ready["type"] == "Normal" and ready["involvedObject"]["kind"] == "PodGroup"
 
         async def counted() -> bool:  # the kubelet's Running reaches the PodGroup's count
             return (await bed.podgroup_status("first")).get("running") == 6

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from asyncsched.api import Condition
-from asyncsched.api.volcano import GANG_CONDITION_TYPES, PodGroupStatus
+from asyncsched.api.volcano import GANG_CONDITION_TYPES, GANG_UNSCHEDULABLE, PodGroupStatus
 from asyncsched.backends.kube.client import STRATEGIC_MERGE_PATCH, KubeClient, KubeError
 from asyncsched.framework.results import Nomination, PodGroupUpdate, TaskUnschedulable
 
@@ -176,9 +176,8 @@ class StatusWriter:
     ) -> PodGroupStatus | None:
         """Patch a PodGroup's status if it changed; return the new status (for the cache).
 
-        A plugin's own condition (``ssn.job_notices``) that turns True or False is also
-        told as an Event on the PodGroup, so ``kubectl describe`` shows when it began
-        and ended; the core's Scheduled and Unschedulable are not (the pods' events say)."""
+        Conditions that changed are also told as Events on the PodGroup, so ``kubectl
+        describe`` shows them (``_notice_events``)."""
         stamp = now_rfc3339()
         conditions = [
             c if c.last_transition_time else msgspec.structs.replace(c, last_transition_time=stamp)
@@ -235,16 +234,34 @@ class StatusWriter:
         self._unechoed.pop(_podgroup_path(namespace, name), None)
 
     def _notice_events(self, update: PodGroupUpdate, current: PodGroupStatus, uid: str) -> None:
-        was = {c.type: c.status for c in current.conditions}
+        """Events on the PodGroup for conditions that changed. The gang's: a Warning
+        ``Unschedulable`` with its reason when it becomes unschedulable or the reason
+        changes, a Normal ``Scheduled`` when it becomes scheduled (Volcano records both on
+        the PodGroup, where ``kubectl describe podgroup`` shows them). A plugin's notice:
+        an Event named after it when it turns True, ``<type>Ended`` when it turns False."""
+        was = {c.type: c for c in current.conditions}
         for c in update.conditions:
-            if c.type in GANG_CONDITION_TYPES or was.get(c.type, "False") == c.status:
+            before = was.get(c.type)
+            status, said = (before.status, before.message) if before is not None else ("False", "")
+            type_ = "Normal"
+            if c.type == GANG_UNSCHEDULABLE:
+                if c.status != "True" or (status == "True" and said == c.message):
+                    continue
+                reason, message, type_ = c.type, c.message or c.reason, "Warning"
+            elif c.type in GANG_CONDITION_TYPES:
+                if c.status != "True" or status == "True":
+                    continue
+                reason, message = c.type, "the gang's minMember pods are placed"
+            elif status == c.status:
                 continue
-            if c.status == "True":
+            elif c.status == "True":
                 reason, message = c.type, c.message or c.reason
             else:
                 reason, message = f"{c.type}Ended", f"condition {c.type} is no longer true"
             kind, group = "PodGroup", "scheduling.volcano.sh/v1beta1"
-            self.event(kind, update.namespace, update.name, uid, reason, message, api_version=group)
+            self.event(
+                kind, update.namespace, update.name, uid, reason, message, type_, api_version=group
+            )
 
     async def _send_podgroup(self, path: str) -> bytes | None:
         """The newest status for the PodGroup, taken when the write gets its slot: statuses

@@ -277,11 +277,8 @@ def _report_jobs(ssn: Session) -> None:
         for task in pending:
             if task.gated:  # the API server's SchedulingGated condition stands, as in Volcano
                 continue
-            last = placed.get(task.uid) if placed else None
-            if last is not None:
-                ssn.result.unschedulable.append(
-                    _fitted_in_undone_gang(task, job, last, gang_message)
-                )
+            if placed and task.uid in placed:
+                ssn.result.unschedulable.append(_fitted_in_undone_gang(task, job, gang_message))
                 continue
             errors = ssn.fit_failures.get(task.uid)
             if errors is not None:
@@ -315,13 +312,13 @@ def _report_jobs(ssn: Session) -> None:
         job.settled_under = ssn.configuration if unchanged and _settled(job) else None
 
 
-def _fitted_in_undone_gang(
-    task: TaskInfo, job: JobInfo, node: str, gang_message: str
-) -> TaskUnschedulable:
-    """A pod allocated in a gang this session gave back: the node it fits and that it waits
-    for its gang, with reason Schedulable (Volcano's, from the task's last transaction)."""
+def _fitted_in_undone_gang(task: TaskInfo, job: JobInfo, gang_message: str) -> TaskUnschedulable:
+    """A pod allocated in a gang this session gave back: it fits, and waits for its gang,
+    with reason Schedulable (Volcano's, from the task's last transaction). The node is not
+    named: the session's choice moves with the cluster, and each new message is a status
+    write and an Event while the gang waits."""
     gang = f"({gang_message})" if gang_message else f"(minAvailable {job.min_available})"
-    message = f"fits node {node}; waits for its gang {gang}"
+    message = f"fits a node; waits for its gang {gang}"
     return TaskUnschedulable(
         task.uid, task.namespace, task.name, job.uid, message, SCHEDULABLE_REASON
     )

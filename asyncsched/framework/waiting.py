@@ -83,8 +83,8 @@ class LastPlacements(_ByUid[str]):
 
     Written only by ``asyncsched.framework.statement`` when it undoes an allocate. Read by
     the session's job report: a pod that fitted in free room in a gang given back is told
-    the node it fits and that it waits for its gang (PodScheduled reason ``Schedulable``,
-    as Volcano gives it). A pipeline undone (room that evictions or releasing pods would
+    that it fits and waits for its gang (PodScheduled reason ``Schedulable``, as Volcano
+    gives it). A pipeline undone (room that evictions or releasing pods would
     have made) is not kept: such a pod is told why it did not fit, with any victims kept
     back, rather than a node it cannot have now.
     """

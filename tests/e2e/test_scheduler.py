@@ -252,7 +252,7 @@ async def test_a_member_that_fitted_in_a_gang_given_back_is_told_schedulable(
         conditions = await told()
         fitted, unfit = conditions["pair-0"], conditions["pair-1"]
         assert fitted["status"] == "False" and fitted["reason"] == "Schedulable", fitted
-        assert fitted["message"].startswith("fits node "), fitted
+        assert fitted["message"].startswith("fits a node; "), fitted
         assert "1/2 tasks in gang fit" in fitted["message"], fitted
         assert unfit["reason"] == "Unschedulable", unfit
         assert "Insufficient nvidia.com/gpu" in unfit["message"], unfit

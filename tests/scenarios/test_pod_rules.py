@@ -25,9 +25,9 @@ def test_required_anti_affinity_that_breaks_a_gang_rolls_it_back_whole(
     assert not [p for p in placed if p.startswith("ring-")], placed
     assert "solo-worker-0" in placed
     reasons = {e["name"]: e["reason"] for e in run.of("unschedulable")}
-    # ring-worker-0 fitted (Schedulable): it says where, and why its gang waits
+    # ring-worker-0 fitted (Schedulable): it says so, and why its gang waits
     assert reasons["ring-worker-0"] == (
-        "fits node node-0; waits for its gang "
+        "fits a node; waits for its gang "
         "(2/3 tasks in gang fit: node(s) didn't match pod anti-affinity rules on 2 node(s))"
     )
     assert reasons["ring-worker-2"] == (

@@ -367,7 +367,7 @@ def test_a_session_for_a_shell_without_metrics_reports_no_gauges() -> None:
 def test_pods_that_fitted_in_a_gang_given_back_are_not_counted_unschedulable() -> None:
     metrics = Metrics()
     notes = [
-        TaskUnschedulable("u0", "default", "g-0", "default/g", "fits node n1; ...", "Schedulable"),
+        TaskUnschedulable("u0", "default", "g-0", "default/g", "fits a node; ...", "Schedulable"),
         TaskUnschedulable("u1", "default", "g-1", "default/g", "0/1 nodes are available: ..."),
     ]
     metrics.observe_session(SessionResult(unschedulable=notes))

@@ -24,8 +24,8 @@ def test_pending_pods_are_counted_by_reason_without_counts_or_details() -> None:
         "gang"
     ]
     assert reasons("waiting to be admitted to queue 'ml'") == ["queue"]
-    # a member that fitted in a gang given back waits for its gang, wherever it fits
-    assert reasons("fits node queue-7; waits for its gang (minAvailable 3)") == ["gang"]
+    # a member that fitted in a gang given back waits for its gang
+    assert reasons("fits a node; waits for its gang (minAvailable 3)") == ["gang"]
 
     metrics = Metrics()
     notes = [

@@ -21,7 +21,7 @@ def test_members_that_fitted_are_schedulable_and_say_where_the_rest_say_why_not(
     told = {note.name: (note.reason, note.message) for note in result.unschedulable}
     gang = "(2/3 tasks in gang fit: Insufficient cpu on 2 node(s))"
     assert told == {
-        "job-0": (SCHEDULABLE_REASON, f"fits node a; waits for its gang {gang}"),
-        "job-1": (SCHEDULABLE_REASON, f"fits node b; waits for its gang {gang}"),
+        "job-0": (SCHEDULABLE_REASON, f"fits a node; waits for its gang {gang}"),
+        "job-1": (SCHEDULABLE_REASON, f"fits a node; waits for its gang {gang}"),
         "job-2": (UNSCHEDULABLE_REASON, "0/2 nodes are available: 2 Insufficient cpu."),
     }

@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 
 UNSCHEDULABLE = GANG_UNSCHEDULABLE
 SCHEDULED = GANG_SCHEDULED
+PIPELINED_MESSAGE = "fits a node once pods there finish leaving; waits for them"
 
 
 @dataclass(frozen=True)
@@ -294,6 +295,15 @@ def _report_jobs(ssn: Session) -> None:
             if message:
                 ssn.result.unschedulable.append(
                     TaskUnschedulable(task.uid, task.namespace, task.name, job.uid, message)
+                )
+        if job.uid not in deferred and job.by_status.get(TaskStatus.PIPELINED):
+            # promised room that pods there are giving up: told so rather than left with
+            # the reason it last did not fit (Volcano tells a pipelined task too)
+            for task in job.tasks_in(TaskStatus.PIPELINED):
+                ssn.result.unschedulable.append(
+                    TaskUnschedulable(
+                        task.uid, task.namespace, task.name, job.uid, PIPELINED_MESSAGE
+                    )
                 )
         unchanged = job.uid not in deferred
         if job.podgroup is not None:

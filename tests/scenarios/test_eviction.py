@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from asyncsched.framework.cycle import PIPELINED_MESSAGE
 from tests.scenarios.harness import Run, simulate
 
 CONFIG = "preempt-config.yaml"
@@ -35,6 +36,9 @@ def test_a_high_priority_gang_preempts_low_priority_pods_of_its_queue(
     assert {e["preemptor"].split("/")[1].split("-")[0] for e in evicted} == {"urgent"}
     urgent = [e for e in run.of("started") if e["name"].startswith("urgent-")]
     assert [e["time"] for e in urgent] == [10.0, 10.0], "the urgent gang runs at once"
+    # while its victims leave, each urgent pod is told it waits for them
+    waiting = {e["name"]: e["reason"] for e in run.of("unschedulable") if e["time"] == 10.0}
+    assert waiting == dict.fromkeys(["urgent-0", "urgent-1"], PIPELINED_MESSAGE), waiting
     kept = [e for e in run.of("completed") if e["name"].startswith("batch-")]
     assert len(kept) == 2 and all(e["time"] == 1000.0 for e in kept), "batch keeps two pods"
 

@@ -5,13 +5,15 @@ A pending pod's message is the text of its Event and PodGroup condition
 taint {gpu: true}.``, ``3/4 tasks in gang fit: ...``, ``waiting to be admitted to queue
 'ml'``). As a label it would be unbounded (counts, node totals, taint values), so it is
 cut down to its reasons: each node predicate's reason without counts or ``{...}``
-details, or one word for gang, queue and anything else.
+details, or one word for gang, queue, room being released and anything else.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+
+from asyncsched.framework.cycle import PIPELINED_MESSAGE
 
 __all__ = ["count_reasons", "reasons"]
 
@@ -24,6 +26,8 @@ _PREEMPTION = re.compile(r"[ ;]+preemption: .*$")
 def reasons(message: str) -> list[str]:
     """The reasons of one pending pod's message (at least one)."""
     text = _PREEMPTION.sub("", message.strip())
+    if text == PIPELINED_MESSAGE:
+        return ["releasing"]
     match = _NODES.match(text)
     if match is not None:
         parts = (match.group("parts") or "").split(", ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from asyncsched.backends.kube.metrics import Metrics
 from asyncsched.framework import SessionResult
+from asyncsched.framework.cycle import PIPELINED_MESSAGE
 from asyncsched.framework.results import TaskUnschedulable
 
 
@@ -26,6 +27,7 @@ def test_pending_pods_are_counted_by_reason_without_counts_or_details() -> None:
     assert reasons("waiting to be admitted to queue 'ml'") == ["queue"]
     # a member that fitted in a gang given back waits for its gang
     assert reasons("fits a node; waits for its gang (minAvailable 3)") == ["gang"]
+    assert reasons(PIPELINED_MESSAGE) == ["releasing"]
 
     metrics = Metrics()
     notes = [

@@ -379,8 +379,8 @@ def _count(n: int, one: str, many: str = "") -> str:
 
 def _first_reason(told: list[str], reasons: dict[str, str], fitted: set[str], gang: str) -> str:
     """The reason of the first pod told one (``told``, in name order). A pod that fitted in a
-    gang given back says only where it fits: the gang's condition says why it waits, else
-    the first pod that did not fit."""
+    gang given back says little: the gang's condition says why it waits, else the first
+    pod that did not fit."""
     if not told:
         return ""
     if told[0] not in fitted:

@@ -43,6 +43,15 @@ class Run:
         return found[0]
 
 
+def variant(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    """A copy of the scenario file ``name`` with ``old`` (which it must contain) made ``new``."""
+    text = (YAML / name).read_text()
+    assert old in text, f"{old!r} is not in {name}"
+    written = tmp_path / f"variant-{len(list(tmp_path.glob('variant-*')))}-{name}"
+    written.write_text(text.replace(old, new))
+    return written
+
+
 def simulate(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenarios.harness import YAML, simulate
+from asyncsched.model.task import QUEUE_ALLOCATION_GATE
+from tests.scenarios.harness import simulate, variant
 
 
 def test_all_five_jobs_complete_and_no_job_is_ever_partly_bound(
@@ -119,9 +120,7 @@ def test_an_admitted_job_holds_no_reserve_for_pods_behind_an_outside_gate(
 def test_pods_behind_volcanos_own_gate_alone_still_count_in_the_reserve(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    text = (YAML / "gated-job-reserve.yaml").read_text()
-    own = tmp_path / "volcano-gate.yaml"
-    own.write_text(text.replace("example.com/quota", "scheduling.volcano.sh/queue-allocation-gate"))
+    own = variant(tmp_path, "gated-job-reserve.yaml", "example.com/quota", QUEUE_ALLOCATION_GATE)
     run = simulate(capsys, tmp_path, own)
 
     assert not run.of("bound")

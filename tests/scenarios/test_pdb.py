@@ -13,18 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenarios.harness import YAML, Run, simulate, simulation
+from tests.scenarios.harness import Run, simulate, simulation, variant
 
 WITH_PDB = "pdb-config.yaml"
 WITHOUT_PDB = "preempt-config.yaml"
-
-
-def _variant(tmp_path: Path, name: str, old: str, new: str) -> Path:
-    text = (YAML / name).read_text()
-    assert old in text
-    written = tmp_path / f"variant-{name}"
-    written.write_text(text.replace(old, new))
-    return written
 
 
 def _web(run: Run, event: str) -> list[str]:
@@ -65,7 +57,7 @@ def test_without_pdb_a_pod_is_evicted_for_nothing_and_the_next_one_refused(
 def test_an_elastic_reclaimer_takes_the_one_pod_the_budget_lets_go(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    elastic = _variant(tmp_path, "pdb-reclaim.yaml", "minMember: 2", "minMember: 1")
+    elastic = variant(tmp_path, "pdb-reclaim.yaml", "minMember: 2", "minMember: 1")
     run = simulate(capsys, tmp_path, elastic, config=WITH_PDB)
 
     assert run.code == 0, run.stderr
@@ -94,7 +86,7 @@ def test_preempt_spends_a_percentage_of_the_deployments_replicas_rounded_up(
 def test_a_budget_that_allows_too_little_keeps_the_gang_waiting_without_churn(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    tight = _variant(tmp_path, "pdb-preempt.yaml", "maxUnavailable: 30%", "minAvailable: 60%")
+    tight = variant(tmp_path, "pdb-preempt.yaml", "maxUnavailable: 30%", "minAvailable: 60%")
     run = simulate(capsys, tmp_path, tight, config=WITH_PDB)
 
     assert run.code == 4, "stuck: the gang can never have its room"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenarios.harness import YAML, Run, simulate
+from tests.scenarios.harness import YAML, Run, simulate, variant
 
 
 def test_queues_weighted_one_and_three_split_the_cluster_about_one_to_three(
@@ -64,13 +64,11 @@ def test_fifo_queue_keeps_a_small_job_behind_the_gang_that_cannot_start_yet(
 def test_traverse_queue_lets_the_small_job_pass(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    text = (YAML / "queue-fifo.yaml").read_text()
-    traverse = tmp_path / "queue-traverse.yaml"
-    traverse.write_text(text.replace("dequeueStrategy: fifo", "dequeueStrategy: traverse"))
-    default = tmp_path / "queue-default.yaml"
-    default.write_text(text.replace("  dequeueStrategy: fifo\n", ""))
-    for variant in (traverse, default):
-        run = simulate(capsys, tmp_path, variant)
+    fifo = "dequeueStrategy: fifo"
+    traverse = variant(tmp_path, "queue-fifo.yaml", fifo, "dequeueStrategy: traverse")
+    default = variant(tmp_path, "queue-fifo.yaml", f"  {fifo}\n", "")
+    for written in (traverse, default):
+        run = simulate(capsys, tmp_path, written)
         assert run.code == 0, run.stderr
         assert _started(run, "small-") == 10.0
         assert _started(run, "train-") == 100.0

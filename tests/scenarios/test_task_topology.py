@@ -11,7 +11,7 @@ import pytest
 from asyncsched.api import PodGroup
 from asyncsched.cache import snapshots
 from asyncsched.plugins.task_topology import INVALID_CONDITION
-from tests.scenarios.harness import YAML, simulate, simulation
+from tests.scenarios.harness import simulate, simulation, variant
 
 
 def test_ps_and_workers_share_nodes_and_the_ps_stay_apart(
@@ -57,10 +57,7 @@ def test_a_malformed_annotation_is_ignored_and_shown_on_the_podgroup(
 ) -> None:
     # One run of each session (the snapshot check runs every session twice).
     monkeypatch.setenv(snapshots.CHECK_ENV, "0")
-    text = (YAML / "task-topology.yaml").read_text()
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(text.replace('affinity: "ps,worker"', 'affinity: "ps,chief"'))
-    assert bad.read_text() != text
+    bad = variant(tmp_path, "task-topology.yaml", 'affinity: "ps,worker"', 'affinity: "ps,chief"')
 
     with caplog.at_level(logging.WARNING):
         run = simulate(capsys, tmp_path, bad, config="task-topology-config.yaml")

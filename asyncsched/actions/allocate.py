@@ -280,7 +280,7 @@ class _Trial:
 def _pending(job: JobInfo) -> list[TaskInfo]:
     """The job's pending tasks allocate places (best-effort ones go in at the end, when the
     gang is whole: ``place_best_effort_members``; gated ones wait for their gates)."""
-    return [t for t in job.pending_tasks() if not t.best_effort and not t.gated]
+    return [t for t in job.ungated_pending_tasks() if not t.best_effort]
 
 
 def _need_continue(job: JobInfo, failed_roles: dict[str, Any]) -> bool:

@@ -61,7 +61,7 @@ class PreemptAction:
         walk = Walk(ssn, frozen=False)
         tasks: dict[str, list[TaskInfo]] = {}
         for candidate in ssn.active_jobs.values():
-            pending = [t for t in candidate.pending_tasks() if not t.gated]
+            pending = candidate.ungated_pending_tasks()
             if not pending:
                 continue
             queue = admitted_queue(ssn, candidate)
@@ -108,8 +108,8 @@ class PreemptAction:
         def accept(victim: TaskInfo) -> bool:
             return victim.job == job.uid
 
-        for task in ordered_tasks(ssn, job.pending_tasks()):
-            if never_preempts(task) or task.gated:
+        for task in ordered_tasks(ssn, job.ungated_pending_tasks()):
+            if never_preempts(task):
                 continue
             stmt = Statement(ssn)
             if not place(ssn, maker, stmt, queue, task, accept):

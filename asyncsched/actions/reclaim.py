@@ -73,7 +73,7 @@ class ReclaimAction:
         walk = Walk(ssn, frozen=False)
         tasks: dict[str, deque[TaskInfo]] = {}
         for candidate in ssn.active_jobs.values():
-            pending = [t for t in candidate.pending_tasks() if not t.gated]
+            pending = candidate.ungated_pending_tasks()
             if not pending:
                 continue
             home = admitted_queue(ssn, candidate)

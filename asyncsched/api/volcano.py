@@ -27,6 +27,7 @@ __all__ = [
     "Queue",
     "QueueSpec",
     "QueueStatus",
+    "unschedulable_message",
 ]
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -87,6 +88,18 @@ GANG_UNSCHEDULABLE = "Unschedulable"
 GANG_CONDITION_TYPES = frozenset({GANG_SCHEDULED, GANG_UNSCHEDULABLE})
 """The PodGroup condition types the scheduler's gang logic keeps (Volcano's two); any
 other type on a PodGroup is a plugin's notice (``ssn.job_notices``)."""
+
+
+def unschedulable_message(pg: PodGroup | None) -> str:
+    """Why the gang waits: the message of the PodGroup's Unschedulable condition while it is
+    True (the last such, if several), else ``""``."""
+    if pg is None:
+        return ""
+    for condition in reversed(pg.status.conditions):
+        if condition.type == GANG_UNSCHEDULABLE and condition.status == "True":
+            return condition.message
+    return ""
+
 
 DEQUEUE_FIFO = "fifo"
 """The head job of the queue blocks the jobs behind it until it is placed."""

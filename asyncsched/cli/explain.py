@@ -16,6 +16,7 @@ from typing import Any
 
 from asyncsched.actions.explain import Explanation, NotFound, explain
 from asyncsched.api import PodGroup
+from asyncsched.api.volcano import unschedulable_message
 from asyncsched.backends.config_source import CONFIG_KEYS, ConfigSource
 from asyncsched.backends.kube import KubeClient
 from asyncsched.backends.kube.picture import read_cluster
@@ -196,12 +197,8 @@ async def _last_event(client: KubeClient, pod: str) -> str:
 
 
 def _podgroup_condition(pg: PodGroup | None) -> dict[str, str]:
-    if pg is None:
-        return {}
-    for condition in reversed(pg.status.conditions):
-        if condition.type == "Unschedulable" and condition.status == "True":
-            return {"podgroup_condition": condition.message}
-    return {}
+    message = unschedulable_message(pg)
+    return {"podgroup_condition": message} if message else {}
 
 
 def _print(found: Explanation, recorded: dict[str, str], output: str) -> int:

@@ -45,6 +45,8 @@ from asyncsched.model.gcpause import gc_paused
 from asyncsched.model.gpu_pools import MODEL_RESOURCES, NO_POOLS, GpuPools, parse_pools
 
 __all__ = [
+    "FITS_WAITING_FOR_GANG",
+    "PIPELINED_MESSAGE",
     "UNSCHEDULABLE",
     "LoadedConfiguration",
     "load_configuration",
@@ -57,6 +59,8 @@ log = logging.getLogger(__name__)
 UNSCHEDULABLE = GANG_UNSCHEDULABLE
 SCHEDULED = GANG_SCHEDULED
 PIPELINED_MESSAGE = "fits a node once pods there finish leaving; waits for them"
+FITS_WAITING_FOR_GANG = "fits a node; waits for its gang"
+"""How the message of a pod that fitted in a gang given back begins (reason Schedulable)."""
 
 
 @dataclass(frozen=True)
@@ -328,7 +332,7 @@ def _fitted_in_undone_gang(task: TaskInfo, job: JobInfo, gang_message: str) -> T
     named: the session's choice moves with the cluster, and each new message is a status
     write and an Event while the gang waits."""
     gang = f"({gang_message})" if gang_message else f"(minAvailable {job.min_available})"
-    message = f"fits a node; waits for its gang {gang}"
+    message = f"{FITS_WAITING_FOR_GANG} {gang}"
     return TaskUnschedulable(
         task.uid, task.namespace, task.name, job.uid, message, SCHEDULABLE_REASON
     )

@@ -351,6 +351,10 @@ class JobInfo(Tracked):
     def pending_tasks(self) -> list[TaskInfo]:
         return list(self.by_status.get(TaskStatus.PENDING, {}).values())
 
+    def ungated_pending_tasks(self) -> list[TaskInfo]:
+        """Pending tasks without scheduling gates: those a session may place or preempt for."""
+        return [t for t in self.by_status.get(TaskStatus.PENDING, {}).values() if not t.gated]
+
     def is_ready(self) -> bool:
         return self.ready_task_num() >= self.min_available
 

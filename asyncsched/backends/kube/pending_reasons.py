@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from asyncsched.framework.cycle import PIPELINED_MESSAGE
+from asyncsched.framework.cycle import FITS_WAITING_FOR_GANG, PIPELINED_MESSAGE
 
 __all__ = ["count_reasons", "reasons"]
 
@@ -33,7 +33,7 @@ def reasons(message: str) -> list[str]:
         parts = (match.group("parts") or "").split(", ")
         found = [_DETAILS.sub("", _COUNT.sub("", p)).strip() for p in parts]
         return sorted({r for r in found if r}) or ["no nodes"]
-    if " tasks in gang " in text or "; waits for its gang " in text:
+    if " tasks in gang " in text or text.startswith(FITS_WAITING_FOR_GANG):
         return ["gang"]
     if "queue" in text:
         return ["queue"]

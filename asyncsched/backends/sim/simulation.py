@@ -27,7 +27,7 @@ from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityC
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.api.topology import HyperNode
-from asyncsched.api.volcano import GANG_CONDITION_TYPES
+from asyncsched.api.volcano import GANG_CONDITION_TYPES, unschedulable_message
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.session_budget import session_budget_from_environment
 from asyncsched.backends.sim.agenda import Agenda
@@ -49,7 +49,6 @@ from asyncsched.backends.sim.store import AlreadyExists, ObjectStore, Refused, k
 from asyncsched.cache import DEFAULT_SCHEDULER_NAMES
 from asyncsched.controllers.job import seeded_key_factory
 from asyncsched.descheduler.policy import Policy
-from asyncsched.framework.cycle import UNSCHEDULABLE
 
 __all__ = ["Outcome", "SimEvent", "Simulation", "Stuck"]
 
@@ -321,7 +320,7 @@ class Simulation:
             notices = gang = ""
             if kind == "PodGroup":
                 pg = self.store.get(PodGroup, name)
-                notices, gang = _notices(pg), _gang_reason(pg)
+                notices, gang = _notices(pg), unschedulable_message(pg)
                 kind, name = shown_as(pg, name)
             why = _first_reason([k for k in sorted(keys) if k in reasons], reasons, fitted, gang)
             why = why or asked.get(min(keys), "")
@@ -387,16 +386,6 @@ def _first_reason(told: list[str], reasons: dict[str, str], fitted: set[str], ga
         return reasons[told[0]]
     unfit = next((k for k in told if k not in fitted), told[0])
     return gang or reasons[unfit]
-
-
-def _gang_reason(pg: PodGroup | None) -> str:
-    """The message of the PodGroup's Unschedulable condition (why the gang waits), if any."""
-    if pg is None:
-        return ""
-    return next(
-        (c.message for c in pg.status.conditions if c.type == UNSCHEDULABLE and c.status == "True"),
-        "",
-    )
 
 
 def _notices(pg: PodGroup | None) -> str:

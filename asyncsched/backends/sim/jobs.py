@@ -36,6 +36,7 @@ from asyncsched.controllers.job import (
     Event,
     KeyFactory,
     Request,
+    TaskTally,
     admit,
     commands_for,
     owning_job,
@@ -97,6 +98,8 @@ class JobController:
         self.commands: dict[str, Command] = {}
         self._pods: dict[str, dict[str, Pod]] = defaultdict(dict)
         """Job uid -> its pods by name, as the watch showed them."""
+        self._tallies: dict[str, TaskTally] = defaultdict(TaskTally)
+        """Job uid -> the sums over its pods in ``_pods``."""
         self._requests: dict[str, list[Request]] = defaultdict(list)
         self._dirty: dict[str, None] = {}
         self._requeues: set[tuple[str, float]] = set()
@@ -112,6 +115,7 @@ class JobController:
         if change.event == "DELETED":
             self.jobs.pop(change.key, None)
             self._pods.pop(change.obj.metadata.uid, None)
+            self._tallies.pop(change.obj.metadata.uid, None)
             return
         self.jobs[change.key] = change.obj
         if change.event == "ADDED" or change.actor != JOB_CONTROLLER:
@@ -127,15 +131,18 @@ class JobController:
         old: Pod | None = change.old
         new: Pod | None = None if change.event == "DELETED" else pod
         if new is None:
-            pods.pop(pod.metadata.name, None)
+            held = pods.pop(pod.metadata.name, None)
         else:
+            held = pods.get(pod.metadata.name)
             pods[pod.metadata.name] = new
+        tally = self._tallies[uid]
+        tally.move(held, new)
         job_key = f"{pod.metadata.namespace}/{name}"
         job = self.jobs.get(job_key)
         if job is None or job.metadata.uid != uid:
             return
         request = pod_request(
-            old, new, job, pods.values(), exit_code=exit_code_of(new) if new is not None else 0
+            old, new, job, tally, exit_code=exit_code_of(new) if new is not None else 0
         )
         if request is not None:
             self._requests[job_key].append(request)

@@ -2,7 +2,8 @@
 
 ``admit`` refuses invalid Jobs; ``reconcile`` turns a Job, its pods, PodGroup
 and Commands into a ``Decision`` (the new status and plain-data actions);
-``pod_request`` classifies a pod change into the event ``reconcile`` acts on.
+``pod_request`` classifies a pod change into the event ``reconcile`` acts on, judged
+by the sums a ``TaskTally`` keeps over the Job's pods.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from asyncsched.controllers.job.events import owning_job, pod_request, podgroup_
 from asyncsched.controllers.job.keys import podgroup_name
 from asyncsched.controllers.job.plugins import KeyFactory, rsa_key_factory, seeded_key_factory
 from asyncsched.controllers.job.reconcile import commands_for, reconcile
+from asyncsched.controllers.job.tally import TaskTally
 
 __all__ = [
     "Action",
@@ -50,6 +52,7 @@ __all__ = [
     "KeyFactory",
     "MarkPodOutOfSync",
     "Request",
+    "TaskTally",
     "UpdatePodGroup",
     "admit",
     "commands_for",

@@ -6,13 +6,12 @@ an old/new pair into the Request that ``reconcile`` acts on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from asyncsched.api.batch import Job
 from asyncsched.api.core import Pod
 from asyncsched.api.volcano import PodGroup
 from asyncsched.controllers.job import keys
 from asyncsched.controllers.job.actions import Request
+from asyncsched.controllers.job.tally import TaskTally
 
 __all__ = ["exit_code_of", "owning_job", "pod_request", "podgroup_request"]
 
@@ -29,13 +28,13 @@ def pod_request(
     old: Pod | None,
     new: Pod | None,
     job: Job,
-    job_pods: Iterable[Pod],
+    tally: TaskTally,
     *,
     exit_code: int = 0,
 ) -> Request | None:
     """The Request for a pod added (``old`` None), changed, or deleted (``new`` None).
 
-    ``job_pods`` are the Job's pods after the change (TaskCompleted needs them);
+    ``tally`` sums the Job's pods after the change (TaskFailed and TaskCompleted read it);
     ``exit_code`` is the first container's exit code when the pod failed.
     None when the pod is not a Job's pod.
     """
@@ -62,10 +61,10 @@ def pod_request(
         if phase == "Failed" and before != "Failed":
             event, code = "PodFailed", exit_code
         elif phase == "Succeeded":
-            if before != "Succeeded" and _task_completed(job, task, job_pods):
+            if before != "Succeeded" and _task_completed(job, task, tally):
                 event = "TaskCompleted"
         elif phase in ("Running", "Pending"):
-            if _task_failed(job, task, job_pods):
+            if _task_failed(job, task, tally):
                 event = "TaskFailed"
             if phase != before:
                 event = "PodRunning" if phase == "Running" else "PodPending"
@@ -96,33 +95,18 @@ def podgroup_request(old: PodGroup | None, new: PodGroup) -> Request | None:
     return Request()
 
 
-def _task_failed(job: Job, task: str, pods: Iterable[Pod]) -> bool:
+def _task_failed(job: Job, task: str, tally: TaskTally) -> bool:
     """Have the task's pending and running pods restarted their containers its maxRetry
     times in all (0 counts as 3, -1 as no limit)? Volcano's TaskFailed."""
     spec = next((t for t in job.spec.tasks if t.name == task), None)
     if spec is None or spec.replicas == 0 or spec.max_retry == -1:
         return False
-    limit = spec.max_retry or 3
-    restarts = sum(
-        status.restart_count
-        for p in pods
-        if p.metadata.annotations.get(keys.TASK_SPEC) == task
-        and p.status.phase in ("Running", "Pending")
-        for status in (*p.status.init_container_statuses, *p.status.container_statuses)
-    )
-    return restarts >= limit
+    return tally.restarts(task) >= (spec.max_retry or 3)
 
 
-def _task_completed(job: Job, task: str, pods: Iterable[Pod]) -> bool:
+def _task_completed(job: Job, task: str, tally: TaskTally) -> bool:
     replicas = next((t.replicas for t in job.spec.tasks if t.name == task), 0)
-    if replicas <= 0:
-        return False
-    done = sum(
-        1
-        for p in pods
-        if p.metadata.annotations.get(keys.TASK_SPEC) == task and p.status.phase == "Succeeded"
-    )
-    return done >= replicas
+    return replicas > 0 and tally.succeeded(task) >= replicas
 
 
 def exit_code_of(pod: Pod) -> int:

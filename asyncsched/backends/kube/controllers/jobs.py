@@ -87,7 +87,7 @@ class JobController:
         job = self.jobs.get(namespace, name)
         if job is None:
             return
-        request = pod_request(old, new, job, self.pods.of_job(namespace, name))
+        request = pod_request(old, new, job, self.pods.tally(namespace, name))
         if request is not None:
             self.queue.add((namespace, name), request)
 

@@ -14,7 +14,7 @@ import msgspec
 
 from asyncsched.api.core import Pod
 from asyncsched.api.meta import ObjectMeta
-from asyncsched.controllers.job import keys
+from asyncsched.controllers.job import TaskTally, keys
 
 __all__ = ["PodStore", "Store", "newer"]
 
@@ -81,26 +81,37 @@ class Store(Generic[T]):
 
 
 class PodStore(Store[Pod]):
-    """Pods, with those of each Volcano Job indexed by (namespace, job name)."""
+    """Pods, with those of each Volcano Job indexed by (namespace, job name), and the sums
+    its pod events are judged by kept for each such Job."""
 
     def __init__(self) -> None:
         super().__init__()
         self.by_job: dict[Key, set[str]] = {}
+        self.tallies: dict[Key, TaskTally] = {}
 
     @staticmethod
     def job_of(pod: Pod) -> str:
         meta = pod.metadata
         return meta.annotations.get(keys.JOB_NAME) or meta.labels.get(keys.JOB_NAME, "")
 
+    def tally(self, namespace: str, job: str) -> TaskTally:
+        """The sums over the Job's pods held now."""
+        return self.tallies.get((namespace, job)) or TaskTally()
+
     def _indexed(self, old: Pod | None, new: Pod | None) -> None:
         if old is not None and (job := self.job_of(old)):
-            names = self.by_job.get((old.metadata.namespace, job))
+            key = (old.metadata.namespace, job)
+            names = self.by_job.get(key)
             if names is not None:
                 names.discard(old.metadata.name)
+                self.tallies[key].move(old, None)
                 if not names:
-                    del self.by_job[(old.metadata.namespace, job)]
+                    del self.by_job[key]
+                    del self.tallies[key]
         if new is not None and (job := self.job_of(new)):
-            self.by_job.setdefault((new.metadata.namespace, job), set()).add(new.metadata.name)
+            key = (new.metadata.namespace, job)
+            self.by_job.setdefault(key, set()).add(new.metadata.name)
+            self.tallies.setdefault(key, TaskTally()).move(None, new)
 
     def of_job(self, namespace: str, job: str) -> list[Pod]:
         names = self.by_job.get((namespace, job), set())

@@ -20,6 +20,7 @@ from asyncsched.controllers.job import (
     DeletePodGroup,
     MarkPodOutOfSync,
     Request,
+    TaskTally,
     UpdatePodGroup,
     pod_request,
     reconcile,
@@ -157,7 +158,9 @@ class Cluster:
         old = self.pods[name]
         new = msgspec.structs.replace(old, status=msgspec.structs.replace(old.status, phase=phase))
         self.pods[name] = new
-        request = pod_request(old, new, self.job, self.pods.values(), exit_code=exit_code)
+        request = pod_request(
+            old, new, self.job, TaskTally.of(self.pods.values()), exit_code=exit_code
+        )
         assert request is not None
         decision = self.reconcile([request])
         if decision.resync:
@@ -168,7 +171,7 @@ class Cluster:
         """The watch reports the pods deleted so far, one request each, as the shells do."""
         gone, self.gone = self.gone, []
         for pod in gone:
-            request = pod_request(pod, None, self.job, self.pods.values())
+            request = pod_request(pod, None, self.job, TaskTally.of(self.pods.values()))
             assert request is not None
             if self.reconcile([request]).resync:
                 self.settle()

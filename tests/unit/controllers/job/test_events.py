@@ -7,7 +7,7 @@ import msgspec
 from asyncsched.api import Pod, PodGroup
 from asyncsched.api.core import ContainerStatus
 from asyncsched.api.volcano import PodGroupStatus
-from asyncsched.controllers.job import pod_request, podgroup_request
+from asyncsched.controllers.job import TaskTally, pod_request, podgroup_request
 from tests.unit.controllers.job.support import Cluster, job_yaml, load_job, task_yaml
 
 
@@ -33,7 +33,7 @@ def _event(cluster: Cluster, old: Pod | None, new: Pod | None) -> str:
     pods = {**cluster.pods}
     if new is not None:
         pods[new.metadata.name] = new
-    request = pod_request(old, new, cluster.job, pods.values())
+    request = pod_request(old, new, cluster.job, TaskTally.of(pods.values()))
     assert request is not None
     return request.event
 

@@ -14,6 +14,7 @@ from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.queue_rules import queue_problems
 from asyncsched.api.topology import HyperNode
 from asyncsched.api.volcano import PodGroupStatus
+from asyncsched.cache.awaiting_nodes import AwaitingNodes
 from asyncsched.cache.changes import Changes, JobEntry
 from asyncsched.cache.snapshots import QUEUE_NAME_ANNOTATION, Snapshots
 from asyncsched.model import (
@@ -66,6 +67,7 @@ class ClusterCache:
         self._snapshots = Snapshots()
         self._evicting: dict[str, TaskStatus] = {}
         """Tasks an eviction was sent for, with the status each had before."""
+        self._awaiting = AwaitingNodes()
         self.gpu_pools = NO_POOLS
         """The GPU model pools nodes and pods are read with (``set_gpu_pools``)."""
 
@@ -105,9 +107,8 @@ class ClusterCache:
         if existing is None:
             info = NodeInfo(node, self.table, self.gpu_pools)
             self.nodes[name] = info
-            for task in self.tasks.values():
-                if task.node_name == name:
-                    info.add_task(task)
+            for task in self._awaiting.node_came(name, self.tasks):
+                info.add_task(task)
             self.changes.node_set = True
         else:
             existing.update(node, self.gpu_pools)
@@ -118,6 +119,7 @@ class ClusterCache:
     def delete_node(self, name: str) -> None:
         info = self.nodes.pop(name, None)
         if info is not None:
+            self._awaiting.node_gone(name, info.tasks)
             self.table.remove_row(info.row)
             self.changes.node_set = True
             self.changes.node_objects = True
@@ -169,6 +171,9 @@ class ClusterCache:
         self._remove_task(key)
         self.pods[key] = pod
         self.tasks[key] = task
+        node = self.nodes.get(task.node_name)
+        if node is None and task.node_name:
+            self._awaiting.took(key, task)
         if self.is_ours(pod):
             entry = self.jobs.get(task.job)
             if entry is None:
@@ -176,7 +181,6 @@ class ClusterCache:
                     None, lone_pod=GROUP_NAME_ANNOTATION not in pod.metadata.annotations
                 )
             entry.tasks[key] = task
-        node = self.nodes.get(task.node_name)
         if node is not None:
             node.add_task(task)
         self.changes.task(task)
@@ -238,6 +242,8 @@ class ClusterCache:
         previous.touched = False
         del self.tasks[key]
         self.tasks[key] = previous
+        if node is None and previous.node_name:
+            self._awaiting.took(key, previous)
         self.pods[key] = pod
         if entry is not None and ours:
             del entry.tasks[key]
@@ -262,6 +268,8 @@ class ClusterCache:
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
+        elif task.node_name:
+            self._awaiting.left(key, task)
         entry = self.jobs.get(task.job)
         if entry is not None:
             entry.tasks.pop(key, None)
@@ -310,6 +318,8 @@ class ClusterCache:
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
+        elif task.node_name:
+            self._awaiting.left(uid, task)
         task.set_status(TaskStatus.PENDING)
         task.set_node("")
         source = self.pods.get(uid)

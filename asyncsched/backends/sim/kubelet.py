@@ -88,48 +88,62 @@ class PodRun:
 
 @dataclass
 class GroupProgress:
-    """Tracks every PodRun by group and tells which completions to (re)schedule."""
+    """Tracks every PodRun by group and tells which completions to (re)schedule.
+
+    Whether a group is whole (enough members, each running or finished) is kept as a
+    count, and a member's change re-judges that member alone while the group's
+    wholeness stays: only a change of wholeness moves the others. So a pod starting or
+    ending costs the same in a group of ten thousand as in a group of ten.
+    """
 
     min_members: dict[str, int] = field(default_factory=dict)
     runs: dict[str, PodRun] = field(default_factory=dict)
     groups: dict[str, dict[str, PodRun]] = field(default_factory=dict)
     _serials: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _up: dict[str, int] = field(default_factory=dict)
+    """Per group, the members running or finished."""
+    _whole: dict[str, bool] = field(default_factory=dict)
+    """Per group, whether it was whole when last refreshed."""
 
     def add(self, run: PodRun) -> None:
         run.serial = next(self._serials)
         self.runs[run.key] = run
-        self.groups.setdefault(run.group, {})[run.key] = run
+        self._join(run)
 
     def move(self, key: str, group: str, now: float) -> list[PodRun]:
         """The pod joined another group (the PodGroup controller named its group)."""
         run = self.runs.get(key)
         if run is None or run.group == group:
             return []
-        self.groups.get(run.group, {}).pop(key, None)
-        changed = self.refresh(run.group, now)
+        self._leave(run)
+        changed = self.refresh(run.group, now, key)
         run.group = group
-        self.groups.setdefault(group, {})[key] = run
-        return changed + self.refresh(group, now)
+        self._join(run)
+        return changed + self.refresh(group, now, key)
 
     def remove(self, key: str, now: float) -> list[PodRun]:
         run = self.runs.pop(key, None)
         if run is None:
             return []
-        self.groups.get(run.group, {}).pop(key, None)
-        return self.refresh(run.group, now)
+        self._leave(run)
+        return self.refresh(run.group, now, key)
 
     def start(self, key: str, now: float) -> list[PodRun]:
         run = self.runs[key]
+        self._count(run, -1)
         run.running = True
-        return self.refresh(run.group, now)
+        self._count(run, +1)
+        return self.refresh(run.group, now, key)
 
     def finish(self, key: str, now: float) -> list[PodRun]:
         run = self.runs[key]
+        self._count(run, -1)
         run.running = False
         run.finished = True
         run.remaining = 0.0
         run.progressing_since = None
-        return self.refresh(run.group, now)
+        self._count(run, +1)
+        return self.refresh(run.group, now, key)
 
     def restart(self, key: str, now: float) -> list[PodRun]:
         """The kubelet restarted the failed container in place: its work starts over, and
@@ -139,31 +153,51 @@ class GroupProgress:
         run.remaining = run.duration
         run.progressing_since = None
         run.version += 1
-        return self.refresh(run.group, now)
+        return self.refresh(run.group, now, key)
 
-    def refresh(self, group: str, now: float) -> list[PodRun]:
-        """Update who progresses in ``group``; return the runs whose completion time changed."""
+    def refresh(self, group: str, now: float, key: str | None = None) -> list[PodRun]:
+        """Update who progresses in ``group`` after a change of member ``key`` (None: of
+        any); return the runs whose completion time changed."""
         members = self.groups.get(group, {})
-        whole = len(members) >= self.min_members.get(group, 1) and all(
-            m.running or m.finished for m in members.values()
-        )
-        changed = []
-        for run in members.values():
-            if not run.running or run.finished or run.remaining is None:
-                continue
-            should = whole or not run.needs_group
-            if should and run.progressing_since is None:
-                run.progressing_since = now
-                run.version += 1
-                changed.append(run)
-            elif not should and run.progressing_since is not None:
-                run.remaining = max(0.0, run.remaining - (now - run.progressing_since))
-                run.progressing_since = None
-                run.version += 1
-        return changed
+        up = self._up.get(group, 0)
+        whole = len(members) >= self.min_members.get(group, 1) and up == len(members)
+        if key is not None and self._whole.get(group) is whole:
+            run = members.get(key)
+            return [run] if run is not None and self._judge(run, whole, now) else []
+        self._whole[group] = whole
+        return [run for run in members.values() if self._judge(run, whole, now)]
+
+    @staticmethod
+    def _judge(run: PodRun, whole: bool, now: float) -> bool:
+        """Start or pause the run as its group's wholeness says; True if it started."""
+        if not run.running or run.finished or run.remaining is None:
+            return False
+        should = whole or not run.needs_group
+        if should and run.progressing_since is None:
+            run.progressing_since = now
+            run.version += 1
+            return True
+        if not should and run.progressing_since is not None:
+            run.remaining = max(0.0, run.remaining - (now - run.progressing_since))
+            run.progressing_since = None
+            run.version += 1
+        return False
 
     def blocked(self) -> list[PodRun]:
         return [r for r in self.runs.values() if r.blocked]
+
+    def _join(self, run: PodRun) -> None:
+        self.groups.setdefault(run.group, {})[run.key] = run
+        self._count(run, +1)
+
+    def _leave(self, run: PodRun) -> None:
+        members = self.groups.get(run.group)
+        if members is not None and members.pop(run.key, None) is not None:
+            self._count(run, -1)
+
+    def _count(self, run: PodRun, sign: int) -> None:
+        if run.running or run.finished:
+            self._up[run.group] = self._up.get(run.group, 0) + sign
 
 
 def group_key(pod: Pod) -> str:

@@ -124,8 +124,9 @@ def reconcile(
             "executed not more than once.",
         )
         queue.append(Request(event="CommandIssued", action=command.action))
+    quiet = ""
     for request in queue or [Request()]:
-        _handle(work, request)
+        quiet = _handle(work, request, quiet)
     requeue = _ttl(work)
     if work.delayed:
         first = min(at for at, _ in work.delayed)
@@ -141,23 +142,55 @@ def reconcile(
     )
 
 
-def _handle(work: _Work, request: Request) -> None:
+def _handle(work: _Work, request: Request, quiet: str = "") -> str:
+    """Carry out what ``request`` resolves to.
+
+    Returns the step (``_quiet_step``) when it changed nothing but what it always
+    changes: a plain sync, nothing; a kill of the whole Job that moves no phase (as in a
+    finished Job), the status's version, which Volcano bumps at every such kill. The
+    same step again right after (``quiet``) reads the very same job, pods and status
+    but for that version, so it is not walked again: a plain sync is skipped, such a
+    kill only bumps the version. A burst of pod updates then costs a walk or two over
+    the Job's pods, not one per update.
+    """
     resolved = resolve(work.job, request)
     if resolved.delay > 0:
         later = dataclasses.replace(request, action=resolved.action)
         work.delayed.append((work.now + resolved.delay, later))
         work.event("ExecuteAction", f"Execute action {resolved.action} after {resolved.delay:g}s")
-        return
+        return ""
     action = resolved.action
     if action != SYNC_JOB:
         work.event("ExecuteAction", f"Start to execute action {action} ")
     step = step_for(work.job, action)
     reason = "" if action == SYNC_JOB else action
     message = _message(request, action)
+    this = _quiet_step(step, action)
+    if this and this == quiet:
+        if step.kind == "kill":
+            status = _copy(work.status)
+            status.version += 1
+            work.set_status(status)
+        return this
+    before, made = work.status, len(work.actions)
     if step.kind == "sync":
         _sync(work, step.update, reason, message)
+        after = before
     else:
         _kill(work, step, request if step.kind == "kill_target" else None, action, reason, message)
+        after = msgspec.structs.replace(before, version=before.version + 1)
+    return this if this and len(work.actions) == made and work.status == after else ""
+
+
+def _quiet_step(step: Step, action: str) -> str:
+    """The steps that may be walked once for many requests (``_handle``): a plain sync,
+    and a whole-Job kill whose step moves no phase (so its reason and message are never
+    written). "" for the others."""
+    if step.kind == "sync" and action == SYNC_JOB:
+        return f"sync:{action}"
+    if step.kind == "kill" and step.update is None:
+        return f"kill:{action}"
+    return ""
 
 
 def _message(request: Request, action: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
@@ -20,8 +21,9 @@ R = TypeVar("R")
 
 class WorkQueue(Generic[K, R]):
     def __init__(self, *, base_delay: float = 0.2, max_delay: float = 60.0) -> None:
-        self._order: dict[K, None] = {}
-        """Keys ready for a worker, oldest first (a dict is an ordered set)."""
+        self._order: OrderedDict[K, None] = OrderedDict()
+        """Keys ready for a worker, oldest first: an ordered set whose first key is taken
+        in O(1) (a dict's first key is found past every slot emptied before it)."""
         self._requests: dict[K, list[R]] = {}
         self._processing: set[K] = set()
         self._failures: dict[K, int] = {}
@@ -83,8 +85,7 @@ class WorkQueue(Generic[K, R]):
         while not self._order:
             self._wakeup.clear()
             await self._wakeup.wait()
-        key = next(iter(self._order))
-        del self._order[key]
+        key, _ = self._order.popitem(last=False)
         self._processing.add(key)
         return key, self._requests.pop(key, [])
 

@@ -32,7 +32,7 @@ from asyncsched.backends.kube.controllers.hypernodes import (
 )
 from asyncsched.backends.kube.controllers.jobs import JobController
 from asyncsched.backends.kube.controllers.queues import QueueController
-from asyncsched.backends.kube.controllers.store import PodStore, Store
+from asyncsched.backends.kube.controllers.store import PodGroupStore, PodStore, Store
 from asyncsched.backends.kube.controllers.webhook import serve_webhook
 from asyncsched.backends.kube.controllers.workqueue import WorkQueue
 from asyncsched.backends.kube.informer import Informer, ResourceKind
@@ -128,7 +128,7 @@ class ControllerManager:
         self.events = StatusWriter(client, options.identity)
         self.jobs: Store[Job] = Store()
         self.pods = PodStore()
-        self.podgroups: Store[PodGroup] = Store()
+        self.podgroups = PodGroupStore()
         self.queues: Store[Queue] = Store()
         self.commands: Store[Command] = Store()
         self.replica_sets: Store[ReplicaSet] = Store()

@@ -16,9 +16,9 @@ from asyncsched.api.bus import Command
 from asyncsched.api.volcano import PodGroup, Queue, QueueStatus
 from asyncsched.backends.kube.client import KubeClient, KubeError
 from asyncsched.backends.kube.controllers.apply import COMMAND_API, PODGROUP_API, delete
-from asyncsched.backends.kube.controllers.store import Store
+from asyncsched.backends.kube.controllers.store import PodGroupStore, Store
 from asyncsched.backends.kube.controllers.workqueue import WorkQueue
-from asyncsched.controllers.queue import queue_command, queue_status
+from asyncsched.controllers.queue import queue_command, queue_status_from_counts
 
 __all__ = ["QueueController"]
 
@@ -30,7 +30,7 @@ class QueueController:
         self,
         client: KubeClient,
         queues: Store[Queue],
-        podgroups: Store[PodGroup],
+        podgroups: PodGroupStore,
         commands: Store[Command],
     ) -> None:
         self.client = client
@@ -61,7 +61,8 @@ class QueueController:
         if queue is None:
             return
         command = queue_command(queue, self.commands)
-        status = queue_status(queue, self.podgroups, command.action if command else "")
+        counts = self.podgroups.counts(name)
+        status = queue_status_from_counts(queue, counts, command.action if command else "")
         try:
             if status != queue.status:
                 await self._write(queue, status)

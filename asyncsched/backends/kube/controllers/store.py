@@ -7,6 +7,7 @@ last decision; the informer's later events agree with them or replace them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Generic, Protocol, TypeVar
 
@@ -14,9 +15,11 @@ import msgspec
 
 from asyncsched.api.core import Pod
 from asyncsched.api.meta import ObjectMeta
+from asyncsched.api.volcano import PodGroup
 from asyncsched.controllers.job import TaskTally, keys
+from asyncsched.controllers.queue import ALL_PHASES
 
-__all__ = ["PodStore", "Store", "newer"]
+__all__ = ["PodGroupStore", "PodStore", "Store", "newer"]
 
 
 class _HasMeta(Protocol):
@@ -123,3 +126,28 @@ class PodStore(Store[Pod]):
         if pod is not None and pod.metadata.deletion_timestamp is None:
             meta = msgspec.structs.replace(pod.metadata, deletion_timestamp=stamp)
             self.upsert(msgspec.structs.replace(pod, metadata=meta))
+
+
+class PodGroupStore(Store[PodGroup]):
+    """PodGroups, with how many of them name each queue, by phase (and in all under
+    ``ALL_PHASES``), kept as they change: the Queue controller's status reads the counts
+    rather than every PodGroup of the cluster."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_queue: dict[str, Counter[str]] = {}
+
+    def counts(self, queue: str) -> Counter[str]:
+        """The PodGroups naming ``queue``, by phase (``ALL_PHASES``: all of them)."""
+        return self._by_queue.get(queue) or Counter()
+
+    def _indexed(self, old: PodGroup | None, new: PodGroup | None) -> None:
+        for pg, sign in ((old, -1), (new, 1)):
+            if pg is None:
+                continue
+            queue = pg.spec.queue or "default"
+            counts = self._by_queue.setdefault(queue, Counter())
+            counts[pg.status.phase] += sign
+            counts[ALL_PHASES] += sign
+            if not counts[ALL_PHASES]:
+                del self._by_queue[queue]

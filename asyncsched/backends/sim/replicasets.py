@@ -11,6 +11,7 @@ strategy, and no old ReplicaSets are kept).
 from __future__ import annotations
 
 import copy
+import heapq
 import json
 from collections import defaultdict
 from typing import Any
@@ -52,11 +53,27 @@ class DeploymentController:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
         self._dirty: dict[str, None] = {}
+        self._owned: dict[str, dict[str, None]] = defaultdict(dict)
+        """Deployment uid -> the keys of the ReplicaSets it controls, in the store's order."""
         store.watch((Deployment,), self._deployment)
+        store.watch((ReplicaSet,), self._replicaset)
 
     def _deployment(self, change: WatchEvent) -> None:
         if change.event != "DELETED":
             self._dirty[change.key] = None
+
+    def _replicaset(self, change: WatchEvent) -> None:
+        owner = _controller_uid(change.obj.metadata.owner_references, "Deployment")
+        if not owner:
+            return
+        if change.event == "DELETED":
+            owned = self._owned.get(owner)
+            if owned is not None:
+                owned.pop(change.key, None)
+                if not owned:
+                    del self._owned[owner]
+        else:
+            self._owned[owner].setdefault(change.key, None)
 
     def sync(self) -> bool:
         if not self._dirty:
@@ -69,14 +86,20 @@ class DeploymentController:
                 self._sync(deploy)
         return True
 
+    def _owned_by(self, uid: str) -> list[ReplicaSet]:
+        """The ReplicaSets the Deployment of this uid controls, in the store's order."""
+        stored = self.store.list(ReplicaSet)
+        return [
+            rs
+            for key in self._owned.get(uid, ())
+            if (rs := stored.get(key)) is not None
+            and _controller_uid(rs.metadata.owner_references, "Deployment") == uid
+        ]
+
     def _sync(self, deploy: Deployment) -> None:
         meta = deploy.metadata
         name = f"{meta.name}-{template_hash(deploy.spec.template)}"
-        owned = [
-            rs
-            for rs in self.store.list(ReplicaSet).values()
-            if _controller_uid(rs.metadata.owner_references, "Deployment") == meta.uid
-        ]
+        owned = self._owned_by(meta.uid)
         for rs in owned:
             if rs.metadata.name != name:
                 self.store.delete(
@@ -125,15 +148,22 @@ class ReplicaSetController:
         self._pods: dict[str, dict[str, Pod]] = defaultdict(dict)
         """ReplicaSet uid -> its pods by key, as the watch showed them."""
         self._dirty: dict[str, None] = {}
+        self._next: list[str] = []
+        """The dirty keys as a heap, smallest first (with keys no longer dirty, skipped)."""
         store.watch((ReplicaSet,), self._replicaset)
         store.watch((Pod,), self._pod)
+
+    def _mark(self, key: str) -> None:
+        if key not in self._dirty:
+            self._dirty[key] = None
+            heapq.heappush(self._next, key)
 
     def _replicaset(self, change: WatchEvent) -> None:
         if change.event == "DELETED":
             self._pods.pop(change.obj.metadata.uid, None)
             self._dirty.pop(change.key, None)
         else:
-            self._dirty[change.key] = None
+            self._mark(change.key)
 
     def _pod(self, change: WatchEvent) -> None:
         pod: Pod = change.obj
@@ -146,12 +176,16 @@ class ReplicaSetController:
             self._pods[uid][change.key] = pod
         owner = self.store.by_uid(uid)
         if isinstance(owner, ReplicaSet):
-            self._dirty[f"{owner.metadata.namespace}/{owner.metadata.name}"] = None
+            self._mark(f"{owner.metadata.namespace}/{owner.metadata.name}")
 
     def sync(self) -> bool:
+        """Bring every dirty ReplicaSet to its replicas, smallest key first (one made
+        dirty meanwhile too, in its place)."""
         changed = False
-        while self._dirty:
-            key = min(self._dirty)
+        while self._next:
+            key = heapq.heappop(self._next)
+            if key not in self._dirty:
+                continue
             del self._dirty[key]
             rs = self.store.get(ReplicaSet, key)
             if rs is not None:

@@ -37,11 +37,12 @@ def spend_budget(store: ObjectStore, pod: Pod, now: float) -> str:
     if pod.status.phase in ("Pending", "Succeeded", "Failed") or pod.metadata.deletion_timestamp:
         return ""
     namespace = pod.metadata.namespace
-    budgets = [
-        pdb
-        for key, pdb in sorted(store.list(PodDisruptionBudget).items())
-        if pdb.metadata.namespace == namespace and budget_pods(pdb, [pod])
-    ]
+    in_namespace = sorted(
+        (key, pdb)
+        for key, pdb in store.list(PodDisruptionBudget).items()
+        if pdb.metadata.namespace == namespace
+    )
+    budgets = [pdb for _, pdb in in_namespace if budget_pods(pdb, [pod])]
     if len(budgets) > 1:
         return (
             "This pod has more than one PodDisruptionBudget, which the eviction subresource "

@@ -122,9 +122,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=10000)
     parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
     args = parser.parse_args()
-    measured = target.identity()
-    if args.installed:
-        target.refuse_checkout(measured)
+    measured = target.checked_identity(args.installed)
     job = the_job(args.replicas)
     pending = pods_of(args.replicas, "Pending")
     running = pods_of(args.replicas, "Running")

@@ -32,9 +32,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=100000)
     parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
     args = parser.parse_args()
-    measured = target.identity()
-    if args.installed:
-        target.refuse_checkout(measured)
+    measured = target.checked_identity(args.installed)
     cache = ClusterCache()
     for i in range(args.pods):
         cache.upsert_pod(

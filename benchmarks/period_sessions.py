@@ -82,9 +82,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the period sessions")
     parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
     args = parser.parse_args()
-    measured = target.identity()
-    if args.installed:
-        target.refuse_checkout(measured)
+    measured = target.checked_identity(args.installed)
     print(f"measuring {json.dumps(measured)}", file=sys.stderr)
 
     cache = ClusterCache()

@@ -36,9 +36,7 @@ def main() -> None:
     parser.add_argument("--gang", type=int, default=1, help="pods per PodGroup (1: plain)")
     parser.add_argument(target.INSTALLED, action="store_true", help=target.INSTALLED_HELP)
     args = parser.parse_args()
-    measured = target.identity()
-    if args.installed:
-        target.refuse_checkout(measured)
+    measured = target.checked_identity(args.installed)
     gang, count = max(1, args.gang), args.pods
     nodes = [node(f"n{i}") for i in range(args.nodes)]
     groups = [podgroup(f"g{j}", gang) for j in range(count // gang)] if gang > 1 else []

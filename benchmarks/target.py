@@ -24,7 +24,15 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-__all__ = ["INSTALLED", "ROOT", "identity", "identity_of", "put_on_path", "refuse_checkout"]
+__all__ = [
+    "INSTALLED",
+    "ROOT",
+    "checked_identity",
+    "identity",
+    "identity_of",
+    "put_on_path",
+    "refuse_checkout",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -84,6 +92,14 @@ def identity_of(python: str, cwd: Path, env: dict[str, str]) -> dict[str, Any]:
         [python, "-c", probe], cwd=cwd, env=env, capture_output=True, text=True, check=True
     )
     found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def checked_identity(installed: bool) -> dict[str, Any]:
+    """``identity()``, after refusing (``refuse_checkout``) a checkout when ``installed``."""
+    found = identity()
+    if installed:
+        refuse_checkout(found)
     return found
 
 

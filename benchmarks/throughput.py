@@ -266,9 +266,7 @@ def main() -> None:
         help="every other job's pods keep apart (per node) or spread (over zones)",
     )
     args = parser.parse_args()
-    measured = target.identity()
-    if args.installed:
-        target.refuse_checkout(measured)
+    measured = target.checked_identity(args.installed)
     print(f"measuring {json.dumps(measured)}", file=sys.stderr)
     if args.evict:
         measure_evictions(args, measured)

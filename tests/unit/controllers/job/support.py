@@ -99,7 +99,15 @@ class Cluster:
     def reconcile(
         self, requests: Sequence[Request] = (), commands: Sequence[Command] = ()
     ) -> Decision:
-        decision = reconcile(
+        decision = self.decide(requests, commands)
+        self.apply(decision)
+        return decision
+
+    def decide(
+        self, requests: Sequence[Request] = (), commands: Sequence[Command] = ()
+    ) -> Decision:
+        """What the controller decides now, not carried out."""
+        return reconcile(
             self.job,
             list(self.pods.values()),
             self.pg,
@@ -108,8 +116,6 @@ class Cluster:
             commands=commands,
             key_factory=seeded_key_factory("test"),
         )
-        self.apply(decision)
-        return decision
 
     def apply(self, decision: Decision) -> None:
         self.decisions.append(decision)

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asyncsched.api.core import Pod
-from asyncsched.controllers.job import Decision, Request, reconcile
+from asyncsched.controllers.job import Request
 from asyncsched.controllers.job.keys import OUT_OF_SYNC
 from tests.unit.controllers.job.support import Cluster, command, job_yaml, load_job, task_yaml
 
@@ -64,28 +64,17 @@ def jobs_and_requests(draw: st.DrawFn) -> tuple[Cluster, list[Request], list[Any
     return cluster, requests, commands
 
 
-def _decide(cluster: Cluster, requests: list[Request], commands: list[Any]) -> Decision:
-    return reconcile(
-        cluster.job,
-        list(cluster.pods.values()),
-        cluster.pg,
-        now=cluster.now,
-        requests=requests,
-        commands=commands,
-    )
-
-
 @settings(max_examples=300, deadline=None)
 @given(jobs_and_requests())
 def test_a_run_of_requests_decides_as_walking_the_pods_for_each(
     drawn: tuple[Cluster, list[Request], list[Any]],
 ) -> None:
     cluster, requests, commands = drawn
-    batched = _decide(cluster, requests, commands)
+    batched = cluster.decide(requests, commands)
     handle = reconcile_module._handle
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reconcile_module, "_handle", lambda work, request, _: handle(work, request))
-        walked = _decide(cluster, requests, commands)
+        walked = cluster.decide(requests, commands)
     assert msgspec.to_builtins(batched.status) == msgspec.to_builtins(walked.status)
     assert batched == walked
 
@@ -107,6 +96,6 @@ def test_each_late_pod_event_of_a_finished_job_bumps_its_version_once() -> None:
     version = cluster.job.status.version
     pod: Pod = cluster.pods["demo-worker-0"]
     late = [Request(event="PodRunning", task="worker", pod=pod.metadata.name)] * 40
-    decision = _decide(cluster, late, [])
+    decision = cluster.decide(late)
     assert decision.status.version == version + 40
     assert decision.status.state.phase == "Completed"

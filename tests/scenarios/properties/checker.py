@@ -18,6 +18,7 @@ from tests.scenarios.properties.budgets import EvictionKeepsBudgets, NoEvictionR
 from tests.scenarios.properties.evictions import eviction_invariants
 from tests.scenarios.properties.gpus import GpusNeverOverfull
 from tests.scenarios.properties.invariants import (
+    FittingPodsWaitForGangs,
     GangNeverPartial,
     Invariant,
     NamesAndUidsUnique,
@@ -57,7 +58,10 @@ def default_invariants(
         GpusNeverOverfull(),
         PlacementRespectsNode(),
         *(
-            [GangNeverPartial(pending_best_effort_ready=steering.BEST_EFFORT_COUNTS_READY)]
+            [
+                GangNeverPartial(pending_best_effort_ready=steering.BEST_EFFORT_COUNTS_READY),
+                FittingPodsWaitForGangs(),
+            ]
             if gang
             else []
         ),

@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, Protocol
 
+from asyncsched.framework.cycle import FITS_WAITING_FOR_GANG
 from tests.scenarios.properties.ledger import ADDS, Ledger, ObjectKey, PodKey, PodRecord
 from tests.scenarios.properties.node_rules import why_not_allowed
 
 __all__ = [
+    "FittingPodsWaitForGangs",
     "GangNeverPartial",
     "Invariant",
     "NamesAndUidsUnique",
@@ -229,6 +231,31 @@ class GangNeverPartial(Invariant):
                     f"bound {', '.join(names)} leaving {ready} of minMember {need} "
                     "running or succeeded",
                 )
+
+
+class FittingPodsWaitForGangs(Invariant):
+    """A pod told it fits a node and waits for its gang (its placement given back with
+    the gang's) belongs to a PodGroup that asks for more than one member, or a minimum
+    of some task: a group of one is whole once its pod fits, so it is never given back."""
+
+    name = "fitting pods wait for gangs"
+
+    def before(self, event: Mapping[str, Any], ledger: Ledger) -> None:
+        if event["kind"] != "Pod" or event["event"] != "unschedulable":
+            return
+        if not str(event.get("reason", "")).startswith(FITS_WAITING_FOR_GANG):
+            return
+        pod = ledger.pod(event)
+        if pod is None or pod.facts is None or not pod.facts.ours:
+            return
+        group = str(event.get("job") or pod.group)
+        minimum = ledger.world.min_member(pod.namespace, group)
+        if minimum is None:
+            self.fail(ledger, _obj(event), f"told it waits for its gang, but PodGroup {group!r} "
+                      "does not exist")  # fmt: skip
+        if minimum <= 1 and not ledger.world.task_minimums(pod.namespace, group):
+            self.fail(ledger, _obj(event), f"told it waits for its gang, but PodGroup {group!r} "
+                      f"asks for {minimum} member(s) and no task minimum")  # fmt: skip
 
 
 class PendingPodsHaveReasons(Invariant):

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from asyncsched.framework.cycle import FITS_WAITING_FOR_GANG
 from tests.scenarios.properties.budgets import EvictionKeepsBudgets, NoEvictionRefused
 from tests.scenarios.properties.checker import Checker
 from tests.scenarios.properties.evictions import (
@@ -20,6 +21,7 @@ from tests.scenarios.properties.evictions import (
 )
 from tests.scenarios.properties.gpus import GpusNeverOverfull
 from tests.scenarios.properties.invariants import (
+    FittingPodsWaitForGangs,
     GangNeverPartial,
     Invariant,
     NamesAndUidsUnique,
@@ -61,6 +63,9 @@ class FakeWorld:
 
     def min_member(self, namespace: str, group: str) -> int | None:
         return self.min_members.get((namespace, group))
+
+    def task_minimums(self, namespace: str, group: str) -> dict[str, int]:
+        return {}
 
     def guarantee(self, queue: str) -> dict[str, int]:
         return self.guarantees.get(queue, {})
@@ -298,6 +303,18 @@ def test_a_pod_left_pending_without_a_reason() -> None:
         run(w, quiet, Outcome("stuck"), [PendingPodsHaveReasons()])
 
 
+def test_a_pod_told_it_waits_for_the_gang_of_a_group_of_one() -> None:
+    fits = f"{FITS_WAITING_FOR_GANG} (1/2 tasks in gang fit)"
+    events = [ev(0, "submitted", "a"), ev(0, "unschedulable", "a", reason=fits, job="g")]
+    run(world(min_member=2, a=facts()), events, Outcome("stuck"), [FittingPodsWaitForGangs()])
+    with pytest.raises(Violation, match=r"fitting pods wait for gangs: Pod default/a: told it "
+                       r"waits for its gang, but PodGroup 'g' asks for 1 member"):  # fmt: skip
+        run(world(a=facts()), events, Outcome("stuck"), [FittingPodsWaitForGangs()])
+    alone = [ev(0, "submitted", "a"), ev(0, "unschedulable", "a", reason=fits, job="h")]
+    with pytest.raises(Violation, match=r"PodGroup 'h' does not exist"):
+        run(world(a=facts(group="h")), alone, Outcome("stuck"), [FittingPodsWaitForGangs()])
+
+
 def test_a_reason_for_an_earlier_pod_of_the_name_counts_only_when_asked() -> None:
     w = world(a=facts())
     events = [ev(0, "submitted", "a"), ev(0, "unschedulable", "a", reason="no room")]
@@ -378,6 +395,7 @@ def test_later_capabilities_add_their_own_invariants() -> None:
         GpusNeverOverfull,
         PlacementRespectsNode,
         GangNeverPartial,
+        FittingPodsWaitForGangs,
         NoDoubleBinding,
         PendingPodsHaveReasons,
         EvictedOnce,

@@ -127,6 +127,10 @@ class World(Protocol):
         """The PodGroup's minMember, None when there is no such PodGroup."""
         ...
 
+    def task_minimums(self, namespace: str, group: str) -> Mapping[str, int]:
+        """The PodGroup's minTaskMember (empty when it has none, or there is no PodGroup)."""
+        ...
+
     def guarantee(self, queue: str) -> Mapping[str, int]:
         """The queue's ``spec.guarantee.resource`` (empty when it has none)."""
         ...
@@ -330,6 +334,10 @@ class SimWorld:
     def min_member(self, namespace: str, group: str) -> int | None:
         pg = self.sim.store.get(PodGroup, f"{namespace}/{group}")
         return pg.spec.min_member if pg is not None else None
+
+    def task_minimums(self, namespace: str, group: str) -> Mapping[str, int]:
+        pg = self.sim.store.get(PodGroup, f"{namespace}/{group}")
+        return pg.spec.min_task_member if pg is not None else {}
 
     def guarantee(self, queue: str) -> Mapping[str, int]:
         found = self.sim.store.get(Queue, queue)

@@ -175,11 +175,13 @@ def _handle(work: _Work, request: Request, quiet: str = "") -> str:
     before, made = work.status, len(work.actions)
     if step.kind == "sync":
         _sync(work, step.update, reason, message)
-        after = before
     else:
         _kill(work, step, request if step.kind == "kill_target" else None, action, reason, message)
-        after = msgspec.structs.replace(before, version=before.version + 1)
-    return this if this and len(work.actions) == made and work.status == after else ""
+    if not this or len(work.actions) != made:
+        return ""
+    if step.kind == "kill":
+        before = msgspec.structs.replace(before, version=before.version + 1)
+    return this if work.status == before else ""
 
 
 def _quiet_step(step: Step, action: str) -> str:

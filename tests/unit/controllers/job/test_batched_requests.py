@@ -99,3 +99,18 @@ def test_each_late_pod_event_of_a_finished_job_bumps_its_version_once() -> None:
     decision = cluster.decide(late)
     assert decision.status.version == version + 40
     assert decision.status.state.phase == "Completed"
+
+
+def test_a_sync_that_moved_the_phase_is_followed_by_another() -> None:
+    """Two plain syncs in one batch: the first moves a Pending Job whose pods all succeeded
+    to Running, the second (reading the Running phase) to Completed, as Volcano's two
+    syncs would. The second reads another status, so it is not skipped."""
+    cluster = _finished("Succeeded")
+    state = msgspec.structs.replace(cluster.job.status.state, phase="Pending")
+    cluster.job = msgspec.structs.replace(
+        cluster.job, status=msgspec.structs.replace(cluster.job.status, state=state)
+    )
+    one = cluster.decide([Request(event="PodRunning", task="worker", pod="demo-worker-0")])
+    assert one.status.state.phase == "Running"
+    two = cluster.decide([Request(event="PodRunning", task="worker", pod="demo-worker-0")] * 2)
+    assert two.status.state.phase == "Completed"

@@ -1,13 +1,21 @@
-"""Builds the optional Cython kernels in ext/ when Cython and a compiler are present.
+"""Builds the optional Cython kernels in ext/, and compiles the scheduling core's own
+modules, when Cython and a compiler are present.
 
 Without them the package installs pure-Python and uses the NumPy twins of every
-kernel (asyncsched/model/_kernels_py.py); ``asyncsched version`` says which.
+kernel (asyncsched/model/_kernels_py.py) and the core's sources; ``asyncsched version``
+says which. The core's modules are compiled from their ``.py`` files as they are (no
+types taken from annotations, so they mean what the interpreter makes of them), and
+``asyncsched/_compiled.json`` records the hash of each source compiled: only a module whose
+source is still that one runs compiled (``asyncsched/_compiled.py``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from setuptools import setup
@@ -16,19 +24,69 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+COMPILED_PACKAGES = ("model", "cache", "framework", "actions", "plugins")
+"""The scheduling core: what a session and a snapshot run (BENCHMARKS.md, "The core
+compiled")."""
+
+NOT_COMPILED = {
+    "asyncsched.model._kernels_py": "the NumPy twins: the pure path's kernels",
+    "asyncsched.model._twins_bound": "the NumPy twins",
+    "asyncsched.model._twins_objects": "the NumPy twins",
+    "asyncsched.model._twins_rows": "the NumPy twins",
+    "asyncsched.framework.hookspecs": "pluggy reads the hook specifications' signatures",
+}
+
+MANIFEST = "_compiled.json"  # asyncsched._compiled.MANIFEST
+
+
+def _core_modules() -> list[str]:
+    found = []
+    for package in COMPILED_PACKAGES:
+        for path in sorted((Path(HERE) / "asyncsched" / package).glob("*.py")):
+            name = f"asyncsched.{package}.{path.stem}"
+            if path.stem != "__init__" and name not in NOT_COMPILED:
+                found.append(name)
+    return found
+
+
 class _OptionalBuildExt(build_ext):
-    """Compile the kernels if possible; never fail the install because of them."""
+    """Compile the kernels and the core if possible; never fail the install because of
+    them."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:  # about a hundred modules: use every core
+            self.parallel = os.cpu_count() or 1
+        self.failed: set[str] = set()
 
     def run(self) -> None:
         try:
             super().run()
         except Exception as exc:  # no compiler, broken toolchain...
             _skip(exc)
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        """Each core module compiled, with the hash of the source it was compiled from.
+        Written even when empty, so a build that compiled nothing leaves no older list."""
+        package_dir = os.path.dirname(self.get_ext_fullpath("asyncsched._native"))
+        modules = {}
+        for ext in self.extensions:
+            source = os.path.join(HERE, *ext.name.split(".")) + ".py"
+            built = os.path.isfile(self.get_ext_fullpath(ext.name))
+            if os.path.isfile(source) and built and ext.name not in self.failed:
+                with open(source, "rb") as read:
+                    modules[ext.name] = hashlib.sha256(read.read()).hexdigest()
+        os.makedirs(package_dir, exist_ok=True)
+        with open(os.path.join(package_dir, MANIFEST), "w", encoding="utf-8") as out:
+            json.dump({"modules": modules}, out, indent=1, sort_keys=True)
+            out.write("\n")
 
     def build_extension(self, ext: Any) -> None:
         try:
             super().build_extension(ext)
         except Exception as exc:
+            self.failed.add(ext.name)  # an older build's module may still be there
             _skip(exc)
 
 
@@ -58,11 +116,31 @@ def _extensions() -> list[Any]:
         )
         if os.path.exists(os.path.join(HERE, "ext", source))
     ]
+    core = [
+        Extension(
+            module,
+            [os.path.join(*module.split(".")) + ".py"],
+            extra_compile_args=["-O2"] if os.name == "posix" else [],
+        )
+        for module in _core_modules()
+    ]
     try:
-        return list(cythonize(extensions, language_level=3, quiet=True))
+        built = list(cythonize(extensions, language_level=3, quiet=True))
     except Exception as exc:
         _skip(exc)
         return []
+    try:  # generated C under build/, not beside the sources
+        directives = {"annotation_typing": False}
+        built += cythonize(
+            core,
+            language_level=3,
+            quiet=True,
+            build_dir=os.path.join("build", "cython"),
+            compiler_directives=directives,
+        )
+    except Exception as exc:
+        _skip(exc)
+    return built
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": _OptionalBuildExt})

@@ -74,10 +74,19 @@ def identity() -> dict[str, Any]:
         }
     except (ImportError, AttributeError):  # a version from before the choice
         pod_watch = {}
+    try:
+        from asyncsched import _compiled
+
+        compiled: dict[str, Any] = {
+            "compiled_modules": 0 if _compiled.state().pure else len(_compiled.state().current())
+        }
+    except ImportError:  # a version from before the compiled core
+        compiled = {}
     return {
         "asyncsched_version": installed,
         "asyncsched_path": str(Path(asyncsched.__file__).resolve().parent),
         "native": native,
+        **compiled,
         **pod_watch,
     }
 

@@ -205,22 +205,23 @@ def _subtree(ssn: Session, root: HyperNodeInfo) -> set[str]:
     return found
 
 
+def _free(ssn: Session, hn: HyperNodeInfo) -> float:
+    """The mean share of the HyperNode's allocatable that is idle, over resources."""
+    rows = _rows(ssn, hn)
+    table = ssn.table
+    total = table.allocatable[rows].sum(axis=0).astype(np.float64)
+    idle = table.idle[rows].sum(axis=0)
+    shares = np.divide(idle, total, out=np.zeros_like(total), where=total > 0)
+    return float(shares.mean())
+
+
 def _fewest_top_level(ssn: Session, root: HyperNodeInfo) -> list[HyperNodeInfo]:
     """Unions of the root's children, emptiest first: two of them, then three, and so on."""
     tree = ssn.hypernodes
     children = [tree.hypernodes[c] for c in root.children if tree.hypernodes[c].nodes]
     if len(children) < 2:
         return []
-    table = ssn.table
-
-    def free(hn: HyperNodeInfo) -> float:
-        rows = _rows(ssn, hn)
-        total = table.allocatable[rows].sum(axis=0).astype(np.float64)
-        idle = table.idle[rows].sum(axis=0)
-        shares = np.divide(idle, total, out=np.zeros_like(total), where=total > 0)
-        return float(shares.mean())
-
-    ranked = sorted(children, key=lambda h: (-free(h), h.name))
+    ranked = sorted(children, key=lambda h: (-_free(ssn, h), h.name))
     unions = []
     for k in range(2, len(ranked) + 1):
         chosen = ranked[:k]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncsched
+from asyncsched import _compiled
 from asyncsched.backends.kube import protobuf
 from asyncsched.backends.kube.pod_protobuf import POD_ENCODING
 from asyncsched.cli.exits import EXIT_OK
@@ -29,7 +30,7 @@ def register(commands: Any) -> None:
         "--output",
         choices=("text", "json"),
         default="text",
-        help="text (default), or JSON: version, path, native kernels",
+        help="text (default), or JSON: version, path, native kernels, compiled modules",
     )
     version_cmd.set_defaults(func=_version)
 
@@ -43,7 +44,7 @@ def _plugins(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def identity() -> dict[str, str | bool]:
+def identity() -> dict[str, str | bool | int]:
     """Which asyncsched runs: its version, where it was imported from, which kernels.
 
     The path tells an installed package from a checkout on ``sys.path``; benchmarks
@@ -57,6 +58,7 @@ def identity() -> dict[str, str | bool]:
         "version": installed,
         "path": str(Path(asyncsched.__file__).parent),
         "native": kernels.NATIVE,
+        "compiled_modules": len(_compiled.state().current()) if not _compiled.state().pure else 0,
         "compiled_pod_reader": protobuf.COMPILED,
         "pod_encoding": POD_ENCODING.name,
     }
@@ -69,6 +71,7 @@ def _version(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"asyncsched {found['version']} from {found['path']}")
     print(kernels.describe())
+    print(_compiled.state().describe())
     print(f"compiled pod reader: {'yes' if protobuf.COMPILED else 'no'}")
     print(f"pod watch: {POD_ENCODING.name} ({POD_ENCODING.why})")
     if POD_ENCODING.problem:

@@ -97,23 +97,32 @@ def tuple_key(
     ``fallback``. A key that raises is reported through ``failed`` and has no opinion."""
     plain = [key for _, key in keys]
 
-    def contained(item: Any) -> tuple[Any, ...]:
-        parts = []
-        for plugin, key in keys:
-            try:
-                parts.append(key(item))
-            except Exception as exc:  # a plugin must never take the scheduler down
-                failed(plugin, exc)
-                parts.append(NO_OPINION)
-        return (*parts, *fallback(item))
-
     def key_of(item: Any) -> tuple[Any, ...]:
         try:
             return (*[key(item) for key in plain], *fallback(item))
         except Exception:
-            return contained(item)
+            return _contained(keys, fallback, failed, item)
 
     return key_of
+
+
+def _contained(
+    keys: Sequence[tuple[str, Callable[[Any], Any]]],
+    fallback: Callable[[Any], tuple[Any, ...]],
+    failed: Callable[[str, Exception], None],
+    item: Any,
+) -> tuple[Any, ...]:
+    """``tuple_key``'s tuple when a key raised: each key asked alone, the failing ones
+    reported and without an opinion. (A module function: an inner one that ``key_of``
+    named would, compiled, hold the closure that holds it, a cycle per key made.)"""
+    parts = []
+    for plugin, key in keys:
+        try:
+            parts.append(key(item))
+        except Exception as exc:  # a plugin must never take the scheduler down
+            failed(plugin, exc)
+            parts.append(NO_OPINION)
+    return (*parts, *fallback(item))
 
 
 def live_before(key: Callable[[Any], Any]) -> Callable[[Any, Any], bool]:

@@ -148,7 +148,7 @@ class CardBooks:
         self._idle = idle.copy()
 
     def _rebuild(self, nodes: list[NodeInfo], cpu_idle: IntArray) -> None:
-        width = max([1, *(len(n.gpus.cards) for n in nodes if n.gpus is not None)])
+        width = max(1, max((len(n.gpus.cards) for n in nodes if n.gpus is not None), default=1))
         n = len(nodes)
         self.nodes = list(nodes)
         self.names = [node.name for node in nodes]

@@ -138,14 +138,16 @@ class CapacityPlugin:
         ssn.add(SHARE_RECLAIMABLE, self.name, reclaim.victims)
         ssn.add(VICTIM_QUEUE_ORDER, self.name, self.victim_queue_order)
 
-        def moved(task: TaskInfo, sign: int) -> None:
-            job = ssn.jobs.get(task.job)
-            if job is not None and job.queue in self.tree:
-                self.tree.charge(job.queue, task.resreq, sign)
-
         ssn.add_event_handler(
-            self.name, EventHandler(lambda t: moved(t, 1), lambda t: moved(t, -1))
+            self.name,
+            EventHandler(lambda t: self._moved(ssn, t, 1), lambda t: self._moved(ssn, t, -1)),
         )
+
+    def _moved(self, ssn: Session, task: TaskInfo, sign: int) -> None:
+        """A task allocated (sign 1) or given back (-1): its queue's books in the tree."""
+        job = ssn.jobs.get(task.job)
+        if job is not None and job.queue in self.tree:
+            self.tree.charge(job.queue, task.resreq, sign)
 
     def _warn_problems(self, queues_with_jobs: Any) -> None:
         for node in self.tree.nodes.values():

@@ -189,17 +189,19 @@ class ProportionPlugin:
         ssn.add(RECLAIMABLE, self.name, victims)
         ssn.add(SHARE_RECLAIMABLE, self.name, victims)
 
-        def moved(task: TaskInfo, sign: int) -> None:
-            job = ssn.jobs.get(task.job)
-            attr = self.queues.get(job.queue) if job is not None else None
-            if attr is not None:
-                change = task.resreq if sign > 0 else Resource() - task.resreq
-                attr.allocated = attr.allocated + change
-                attr.stale = True  # the share is recomputed when next read
-
         ssn.add_event_handler(
-            self.name, EventHandler(lambda t: moved(t, 1), lambda t: moved(t, -1))
+            self.name,
+            EventHandler(lambda t: self._moved(ssn, t, 1), lambda t: self._moved(ssn, t, -1)),
         )
+
+    def _moved(self, ssn: Session, task: TaskInfo, sign: int) -> None:
+        """A task allocated (sign 1) or given back (-1): its queue's allocated amount."""
+        job = ssn.jobs.get(task.job)
+        attr = self.queues.get(job.queue) if job is not None else None
+        if attr is not None:
+            change = task.resreq if sign > 0 else Resource() - task.resreq
+            attr.allocated = attr.allocated + change
+            attr.stale = True  # the share is recomputed when next read
 
     def _reclaim_victims(
         self, ssn: Session, reclaimer: TaskInfo, reclaimees: list[TaskInfo]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from asyncsched import _compiled
 from asyncsched.backends.kube import protobuf
 from asyncsched.cli import main
 
@@ -27,6 +28,7 @@ def test_version_as_json_names_version_path_and_kernels(capsys: pytest.CaptureFi
         "path",
         "native",
         "kernels",
+        "compiled_modules",
         "compiled_pod_reader",
         "pod_encoding",
     }
@@ -34,6 +36,7 @@ def test_version_as_json_names_version_path_and_kernels(capsys: pytest.CaptureFi
     assert isinstance(found["native"], bool)
     assert found["compiled_pod_reader"] == protobuf.COMPILED
     assert found["pod_encoding"] in ("protobuf", "json")
+    assert found["compiled_modules"] == len(_compiled.state().current())
 
 
 @pytest.mark.parametrize("command", ["scheduler", "controllers", "explain", "job", "queue"])

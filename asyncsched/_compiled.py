@@ -1,0 +1,136 @@
+"""Which of the core's modules run compiled: the one rule, applied at every import.
+
+``setup.py`` compiles the scheduling core's modules (``asyncsched.model``, ``cache``,
+``framework``, ``actions``, ``plugins``, less the few it names) with Cython, from the
+same ``.py`` files, when Cython and a C compiler are present, and writes
+``_compiled.json`` beside them: each compiled module's name and the SHA-256 of the source it
+was compiled from. A compiled module is the same code as its source, and no faster
+algorithm: it spares the interpreter's dispatch, which is most of what is left around the
+kernels (BENCHMARKS.md, "The core compiled").
+
+An extension module would shadow its ``.py`` at every import, so an edited source would
+silently not run until the next build. The finder installed here (first on
+``sys.meta_path``, by ``asyncsched/__init__.py``) therefore imports a module compiled only
+when its source is the one it was compiled from, and from the source otherwise; with
+``ASYNCSCHED_PURE=1`` (read at import, as the kernels read it) always from the source.
+``asyncsched version`` says how many run compiled and names the stale ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
+from types import ModuleType
+
+__all__ = ["MANIFEST", "PURE_ENV", "CompiledModules", "install", "source_hash", "state"]
+
+MANIFEST = "_compiled.json"
+"""Beside ``asyncsched/__init__.py``: ``{"modules": {name: sha256 of its .py}}``."""
+
+PURE_ENV = "ASYNCSCHED_PURE"
+"""The same switch as the kernels' (``asyncsched.model.kernels.PURE_ENV``)."""
+
+
+def source_hash(path: str) -> str:
+    """The SHA-256 of a source file's bytes, as ``setup.py`` records it."""
+    with open(path, "rb") as source:
+        return hashlib.sha256(source.read()).hexdigest()
+
+
+@dataclass
+class CompiledModules:
+    """The finder, and what it decided so far (``asyncsched version`` reports it)."""
+
+    package: str
+    package_dir: str
+    built: dict[str, str]
+    """The manifest: module name -> hash of the source it was compiled from."""
+    pure: bool
+    compiled: set[str] = field(default_factory=set)
+    stale: set[str] = field(default_factory=set)
+    """Modules with an extension module beside them imported from their source: the
+    source changed since the build, or the build no longer compiles it."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        """A spec from the source when an extension module beside it must not run; None
+        lets the usual finders (which prefer an extension module) import it."""
+        if not path or not fullname.startswith(self.package + "."):
+            return None
+        leaf = fullname.rpartition(".")[2]
+        for entry in path:
+            source = os.path.join(entry, f"{leaf}.py")
+            if os.path.isfile(source):
+                break
+        else:
+            return None  # a package, or an extension module with no source (the kernels)
+        if not any(os.path.isfile(os.path.join(entry, leaf + s)) for s in EXTENSION_SUFFIXES):
+            return None
+        wanted = self.built.get(fullname)
+        if not self.pure and wanted is not None and source_hash(source) == wanted:
+            self.compiled.add(fullname)
+            return None
+        if wanted is not None and not self.pure:
+            self.stale.add(fullname)
+        return importlib.util.spec_from_file_location(fullname, source)
+
+    def current(self) -> list[str]:
+        """The manifest's modules that would run compiled now (imported or not): the
+        extension module is there and was compiled from the source as it is."""
+        found = []
+        for name, wanted in sorted(self.built.items()):
+            base = os.path.join(self.package_dir, *name.split(".")[1:])
+            source = base + ".py"
+            if (
+                os.path.isfile(source)
+                and any(os.path.isfile(base + s) for s in EXTENSION_SUFFIXES)
+                and source_hash(source) == wanted
+            ):
+                found.append(name)
+        return found
+
+    def describe(self) -> str:
+        """One line for ``asyncsched version``."""
+        if not self.built:
+            return "compiled modules: no (not built: no Cython or C compiler at install time)"
+        if self.pure:
+            return f"compiled modules: no (disabled by {PURE_ENV})"
+        current = self.current()
+        line = f"compiled modules: {len(current)} of {len(self.built)}"
+        if len(current) < len(self.built):
+            names = ", ".join(sorted(set(self.built) - set(current)))
+            line += f" (from source, changed or missing since the build: {names}; rebuild)"
+        return line
+
+
+_state: CompiledModules | None = None
+
+
+def install(package_dir: str, package: str = "asyncsched") -> CompiledModules:
+    """Put the finder first on ``sys.meta_path`` (once) for the modules the manifest in
+    ``package_dir`` names."""
+    global _state
+    if _state is not None:
+        return _state
+    try:
+        with open(os.path.join(package_dir, MANIFEST), encoding="utf-8") as found:
+            built = dict(json.load(found)["modules"])
+    except (OSError, ValueError, KeyError, TypeError):
+        built = {}
+    pure = os.environ.get(PURE_ENV, "") not in ("", "0")
+    _state = CompiledModules(package, package_dir, built, pure)
+    sys.meta_path.insert(0, _state)
+    return _state
+
+
+def state() -> CompiledModules:
+    """The installed finder (``asyncsched/__init__.py`` installs it)."""
+    assert _state is not None, "asyncsched._compiled.install was not called"
+    return _state

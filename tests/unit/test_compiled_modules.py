@@ -1,0 +1,131 @@
+"""The compiled core runs only as the source it was compiled from, and never under
+ASYNCSCHED_PURE (asyncsched/_compiled.py)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+from asyncsched import _compiled
+from asyncsched.model import kernels
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _package(tmp_path: Path, sources: dict[str, str], extensions: tuple[str, ...]) -> Path:
+    """A package ``fakepkg`` with these modules' sources and an (unloadable) extension
+    file beside the ones named."""
+    package = tmp_path / "fakepkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, text in sources.items():
+        (package / f"{name}.py").write_text(text)
+    for name in extensions:
+        (package / f"{name}{EXTENSION_SUFFIXES[0]}").write_bytes(b"not a real extension")
+    return package
+
+
+def _finder(package: Path, built: dict[str, str], pure: bool = False) -> _compiled.CompiledModules:
+    return _compiled.CompiledModules("fakepkg", str(package), built, pure)
+
+
+def test_an_extension_built_from_the_source_as_it_is_runs(tmp_path: Path) -> None:
+    package = _package(tmp_path, {"core": "x = 1\n"}, ("core",))
+    built = {"fakepkg.core": _compiled.source_hash(str(package / "core.py"))}
+    finder = _finder(package, built)
+    assert finder.find_spec("fakepkg.core", [str(package)]) is None  # the usual finders: the .so
+    assert finder.compiled == {"fakepkg.core"}
+    assert finder.describe() == "compiled modules: 1 of 1"
+
+
+def test_an_edited_source_runs_from_source_and_is_named(tmp_path: Path) -> None:
+    package = _package(tmp_path, {"core": "x = 1\n", "other": "y = 2\n"}, ("core", "other"))
+    built = {
+        "fakepkg.core": _compiled.source_hash(str(package / "core.py")),
+        "fakepkg.other": _compiled.source_hash(str(package / "other.py")),
+    }
+    (package / "core.py").write_text("x = 2\n")  # edited after the build
+    finder = _finder(package, built)
+    spec = finder.find_spec("fakepkg.core", [str(package)])
+    assert spec is not None and spec.origin == str(package / "core.py")
+    assert finder.stale == {"fakepkg.core"}
+    assert finder.describe() == (
+        "compiled modules: 1 of 2 (from source, changed or missing since the build: "
+        "fakepkg.core; rebuild)"
+    )
+
+
+def test_an_extension_the_build_no_longer_lists_never_runs(tmp_path: Path) -> None:
+    package = _package(tmp_path, {"core": "x = 1\n"}, ("core",))
+    spec = _finder(package, {}).find_spec("fakepkg.core", [str(package)])
+    assert spec is not None and spec.origin == str(package / "core.py")
+
+
+def test_pure_runs_every_module_from_source(tmp_path: Path) -> None:
+    package = _package(tmp_path, {"core": "x = 1\n"}, ("core",))
+    built = {"fakepkg.core": _compiled.source_hash(str(package / "core.py"))}
+    finder = _finder(package, built, pure=True)
+    spec = finder.find_spec("fakepkg.core", [str(package)])
+    assert spec is not None and spec.origin == str(package / "core.py")
+    assert finder.describe() == "compiled modules: no (disabled by ASYNCSCHED_PURE)"
+
+
+def test_modules_without_an_extension_and_other_packages_are_left_alone(tmp_path: Path) -> None:
+    package = _package(tmp_path, {"plain": "x = 1\n"}, ())
+    finder = _finder(package, {})
+    assert finder.find_spec("fakepkg.plain", [str(package)]) is None
+    assert finder.find_spec("json.decoder", [str(package)]) is None
+    assert finder.find_spec("fakepkg", None) is None
+
+
+def test_this_build_runs_its_core_compiled() -> None:
+    """Where the kernels compiled, the core compiled too (one toolchain), and every module
+    the build compiled is the one imported."""
+    state = _compiled.state()
+    if state.pure or not kernels.NATIVE:
+        assert not state.compiled
+        return
+    assert len(state.built) > 80, "the build compiled the kernels but not the core"
+    assert state.current() == sorted(state.built), state.describe()
+    for name in ("asyncsched.framework.session", "asyncsched.cache.snapshots"):
+        module = importlib.import_module(name)
+        assert module.__file__ is not None and module.__file__.endswith(tuple(EXTENSION_SUFFIXES))
+    manifest = json.loads((ROOT / "asyncsched" / _compiled.MANIFEST).read_text())
+    assert "asyncsched.framework.hookspecs" not in manifest["modules"]
+
+
+def test_the_same_simulation_compiled_and_from_source(tmp_path: Path) -> None:
+    """The example's event stream, byte for byte, with the compiled core and kernels and
+    with neither (ASYNCSCHED_PURE=1)."""
+    streams = []
+    for pure in ("0", "1"):
+        events = tmp_path / f"events-{pure}.jsonl"
+        env = {**os.environ, "ASYNCSCHED_PURE": pure, "PYTHONPATH": str(ROOT)}
+        argv = [sys.executable, "-m", "asyncsched", "simulate", "--example", "gpu-cluster"]
+        done = subprocess.run(
+            [*argv, "--events", str(events)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        version = subprocess.run(
+            [sys.executable, "-m", "asyncsched", "version"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+        if pure == "1":
+            assert "compiled modules: no" in version, version
+        streams.append(events.read_bytes())
+    assert streams[0] == streams[1]
+    assert streams[0].count(b"\n") > 30

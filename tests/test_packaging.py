@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -177,6 +178,10 @@ def test_installed_package_runs_the_bundled_example(
     assert f"from {site / 'site-packages' / 'asyncsched'}" in version, version
     expected = "native kernels: yes" if compiler else "native kernels: no"
     assert expected in version, version
+    if compiler:  # every module the build compiled runs compiled
+        assert re.search(r"^compiled modules: (\d+) of \1$", version, re.MULTILINE), version
+    else:
+        assert "compiled modules: no (not built" in version, version
     reader = "compiled pod reader: yes" if compiler else "compiled pod reader: no"
     assert reader in version, version
     watch = "pod watch: protobuf" if compiler else "pod watch: json (no compiled pod reader)"

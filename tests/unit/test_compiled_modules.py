@@ -99,6 +99,20 @@ def test_this_build_runs_its_core_compiled() -> None:
     assert "asyncsched.framework.hookspecs" not in manifest["modules"]
 
 
+def _asyncsched(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """The command's output; it must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncsched", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_the_same_simulation_compiled_and_from_source(tmp_path: Path) -> None:
     """The example's event stream, byte for byte, with the compiled core and kernels and
     with neither (ASYNCSCHED_PURE=1)."""
@@ -106,26 +120,12 @@ def test_the_same_simulation_compiled_and_from_source(tmp_path: Path) -> None:
     for pure in ("0", "1"):
         events = tmp_path / f"events-{pure}.jsonl"
         env = {**os.environ, "ASYNCSCHED_PURE": pure, "PYTHONPATH": str(ROOT)}
-        argv = [sys.executable, "-m", "asyncsched", "simulate", "--example", "gpu-cluster"]
-        done = subprocess.run(
-            [*argv, "--events", str(events)],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
+        _asyncsched(
+            ["simulate", "--example", "gpu-cluster", "--events", str(events)], tmp_path, env
         )
-        assert done.returncode == 0, done.stderr
-        version = subprocess.run(
-            [sys.executable, "-m", "asyncsched", "version"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        ).stdout
-        if pure == "1":
-            assert "compiled modules: no" in version, version
+        version = _asyncsched(["version"], tmp_path, env)
+        expected = "compiled modules: no" if pure == "1" else _compiled.state().describe()
+        assert expected in version, version
         streams.append(events.read_bytes())
     assert streams[0] == streams[1]
     assert streams[0].count(b"\n") > 30

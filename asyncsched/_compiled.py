@@ -12,8 +12,10 @@ An extension module would shadow its ``.py`` at every import, so an edited sourc
 silently not run until the next build. The finder installed here (first on
 ``sys.meta_path``, by ``asyncsched/__init__.py``) therefore imports a module compiled only
 when its source is the one it was compiled from, and from the source otherwise; with
-``ASYNCSCHED_PURE=1`` (read at import, as the kernels read it) always from the source.
-``asyncsched version`` says how many run compiled and names the stale ones.
+``ASYNCSCHED_PURE=1`` (read at import, as the kernels read it) always from the source, and
+with ``ASYNCSCHED_COMPILED_MODULES=0`` too, the kernels staying compiled: profilers see no
+frames of compiled code, so the benchmarks' ``--profile`` sets it. ``asyncsched version``
+says how many run compiled and names the stale ones.
 """
 
 from __future__ import annotations
@@ -28,13 +30,24 @@ from dataclasses import dataclass, field
 from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
 from types import ModuleType
 
-__all__ = ["MANIFEST", "PURE_ENV", "CompiledModules", "install", "source_hash", "state"]
+__all__ = [
+    "COMPILED_ENV",
+    "MANIFEST",
+    "PURE_ENV",
+    "CompiledModules",
+    "install",
+    "source_hash",
+    "state",
+]
 
 MANIFEST = "_compiled.json"
 """Beside ``asyncsched/__init__.py``: ``{"modules": {name: sha256 of its .py}}``."""
 
 PURE_ENV = "ASYNCSCHED_PURE"
 """The same switch as the kernels' (``asyncsched.model.kernels.PURE_ENV``)."""
+
+COMPILED_ENV = "ASYNCSCHED_COMPILED_MODULES"
+"""0: the core's modules from source, the kernels as they are."""
 
 
 def source_hash(path: str) -> str:
@@ -52,6 +65,9 @@ class CompiledModules:
     built: dict[str, str]
     """The manifest: module name -> hash of the source it was compiled from."""
     pure: bool
+    """Every module from source."""
+    why: str = ""
+    """Who asked for the sources (an environment variable), when ``pure``."""
     compiled: set[str] = field(default_factory=set)
     stale: set[str] = field(default_factory=set)
     """Modules with an extension module beside them imported from their source: the
@@ -101,7 +117,7 @@ class CompiledModules:
         if not self.built:
             return "compiled modules: no (not built: no Cython or C compiler at install time)"
         if self.pure:
-            return f"compiled modules: no (disabled by {PURE_ENV})"
+            return f"compiled modules: no (disabled by {self.why})"
         current = self.current()
         line = f"compiled modules: {len(current)} of {len(self.built)}"
         if len(current) < len(self.built):
@@ -124,8 +140,12 @@ def install(package_dir: str, package: str = "asyncsched") -> CompiledModules:
             built = dict(json.load(found)["modules"])
     except (OSError, ValueError, KeyError, TypeError):
         built = {}
-    pure = os.environ.get(PURE_ENV, "") not in ("", "0")
-    _state = CompiledModules(package, package_dir, built, pure)
+    why = ""
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        why = PURE_ENV
+    elif os.environ.get(COMPILED_ENV, "") == "0":
+        why = f"{COMPILED_ENV}=0"
+    _state = CompiledModules(package, package_dir, built, bool(why), why)
     sys.meta_path.insert(0, _state)
     return _state
 

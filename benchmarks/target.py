@@ -17,6 +17,7 @@ the package was imported from), ``native`` (compiled kernels or the NumPy twins)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import sysconfig
@@ -42,7 +43,13 @@ INSTALLED_HELP = "measure the installed asyncsched, not this checkout (refused i
 
 def put_on_path(argv: list[str], source: Path = ROOT) -> bool:
     """Put ``source`` (and the checkout, for tests/) first on sys.path; with ``--installed``
-    the checkout last instead (its tests/ helpers only: an installed asyncsched comes first)."""
+    the checkout last instead (its tests/ helpers only: an installed asyncsched comes first).
+
+    With ``--profile``, also run the core's modules from source, in this process and in the
+    processes it starts with its environment: a profiler sees no frame of compiled code."""
+    if "--profile" in argv:
+        os.environ["ASYNCSCHED_COMPILED_MODULES"] = "0"  # asyncsched._compiled.COMPILED_ENV
+        print("--profile: the core's modules run from source", file=sys.stderr)
     installed = INSTALLED in argv
     if installed:
         sys.path.append(str(ROOT))

@@ -30,8 +30,8 @@ def _package(tmp_path: Path, sources: dict[str, str], extensions: tuple[str, ...
     return package
 
 
-def _finder(package: Path, built: dict[str, str], pure: bool = False) -> _compiled.CompiledModules:
-    return _compiled.CompiledModules("fakepkg", str(package), built, pure)
+def _finder(package: Path, built: dict[str, str], why: str = "") -> _compiled.CompiledModules:
+    return _compiled.CompiledModules("fakepkg", str(package), built, bool(why), why)
 
 
 def test_an_extension_built_from_the_source_as_it_is_runs(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_an_extension_the_build_no_longer_lists_never_runs(tmp_path: Path) -> No
 def test_pure_runs_every_module_from_source(tmp_path: Path) -> None:
     package = _package(tmp_path, {"core": "x = 1\n"}, ("core",))
     built = {"fakepkg.core": _compiled.source_hash(str(package / "core.py"))}
-    finder = _finder(package, built, pure=True)
+    finder = _finder(package, built, why="ASYNCSCHED_PURE")
     spec = finder.find_spec("fakepkg.core", [str(package)])
     assert spec is not None and spec.origin == str(package / "core.py")
     assert finder.describe() == "compiled modules: no (disabled by ASYNCSCHED_PURE)"
@@ -114,18 +114,30 @@ def _asyncsched(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
 
 
 def test_the_same_simulation_compiled_and_from_source(tmp_path: Path) -> None:
-    """The example's event stream, byte for byte, with the compiled core and kernels and
+    """The example's event stream, byte for byte: with the compiled core and kernels, with
+    the core from source (ASYNCSCHED_COMPILED_MODULES=0, as the benchmarks profile it) and
     with neither (ASYNCSCHED_PURE=1)."""
-    streams = []
-    for pure in ("0", "1"):
-        events = tmp_path / f"events-{pure}.jsonl"
-        env = {**os.environ, "ASYNCSCHED_PURE": pure, "PYTHONPATH": str(ROOT)}
+    settings = {
+        "compiled": ({}, _compiled.state().describe()),
+        "core from source": (
+            {"ASYNCSCHED_COMPILED_MODULES": "0"},
+            "compiled modules: no (disabled by ASYNCSCHED_COMPILED_MODULES=0)",
+        ),
+        "pure": ({"ASYNCSCHED_PURE": "1"}, "compiled modules: no (disabled by ASYNCSCHED_PURE)"),
+    }
+    streams = {}
+    for name, (extra, expected) in settings.items():
+        events = tmp_path / f"events-{len(streams)}.jsonl"
+        unset = ("ASYNCSCHED_PURE", "ASYNCSCHED_COMPILED_MODULES")
+        env = {k: v for k, v in os.environ.items() if k not in unset}
+        env.update(extra, PYTHONPATH=str(ROOT))
         _asyncsched(
             ["simulate", "--example", "gpu-cluster", "--events", str(events)], tmp_path, env
         )
         version = _asyncsched(["version"], tmp_path, env)
-        expected = "compiled modules: no" if pure == "1" else _compiled.state().describe()
-        assert expected in version, version
-        streams.append(events.read_bytes())
-    assert streams[0] == streams[1]
-    assert streams[0].count(b"\n") > 30
+        assert expected in version.splitlines(), (name, version)
+        if name == "core from source":
+            assert kernels.describe() in version.splitlines(), version  # kernels unchanged
+        streams[name] = events.read_bytes()
+    assert streams["compiled"] == streams["core from source"] == streams["pure"]
+    assert streams["compiled"].count(b"\n") > 30

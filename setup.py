@@ -38,6 +38,10 @@ NOT_COMPILED = {
 
 MANIFEST = "_compiled.json"  # asyncsched._compiled.MANIFEST
 
+SOURCE_HASHES: dict[str, str] = {}
+"""Each core module's source hash, taken before Cython reads the source: an edit during
+the build then makes the module stale rather than recorded as current."""
+
 
 def _core_modules() -> list[str]:
     found = []
@@ -63,20 +67,20 @@ class _OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:  # no compiler, broken toolchain...
-            _skip(exc)
+            _skip(exc, "the kernels and the core", "the pure-Python twins and sources")
         self._write_manifest()
 
     def _write_manifest(self) -> None:
         """Each core module compiled, with the hash of the source it was compiled from.
         Written even when empty, so a build that compiled nothing leaves no older list."""
         package_dir = os.path.dirname(self.get_ext_fullpath("asyncsched._native"))
-        modules = {}
-        for ext in self.extensions:
-            source = os.path.join(HERE, *ext.name.split(".")) + ".py"
-            built = os.path.isfile(self.get_ext_fullpath(ext.name))
-            if os.path.isfile(source) and built and ext.name not in self.failed:
-                with open(source, "rb") as read:
-                    modules[ext.name] = hashlib.sha256(read.read()).hexdigest()
+        modules = {
+            ext.name: SOURCE_HASHES[ext.name]
+            for ext in self.extensions
+            if ext.name in SOURCE_HASHES
+            and ext.name not in self.failed
+            and os.path.isfile(self.get_ext_fullpath(ext.name))
+        }
         os.makedirs(package_dir, exist_ok=True)
         with open(os.path.join(package_dir, MANIFEST), "w", encoding="utf-8") as out:
             json.dump({"modules": modules}, out, indent=1, sort_keys=True)
@@ -87,11 +91,14 @@ class _OptionalBuildExt(build_ext):
             super().build_extension(ext)
         except Exception as exc:
             self.failed.add(ext.name)  # an older build's module may still be there
-            _skip(exc)
+            core = ext.name in SOURCE_HASHES
+            _skip(exc, ext.name, "its source" if core else "its pure-Python twin")
 
 
-def _skip(exc: BaseException) -> None:
-    print(f"asyncsched: native kernels not built ({exc}); using the NumPy twins", file=sys.stderr)
+def _skip(
+    exc: BaseException, what: str = "native kernels", instead: str = "their pure-Python twins"
+) -> None:
+    print(f"asyncsched: {what} not compiled ({exc}); using {instead}", file=sys.stderr)
 
 
 def _extensions() -> list[Any]:
@@ -116,14 +123,13 @@ def _extensions() -> list[Any]:
         )
         if os.path.exists(os.path.join(HERE, "ext", source))
     ]
-    core = [
-        Extension(
-            module,
-            [os.path.join(*module.split(".")) + ".py"],
-            extra_compile_args=["-O2"] if os.name == "posix" else [],
-        )
-        for module in _core_modules()
-    ]
+    core = []
+    for module in _core_modules():
+        source = os.path.join(*module.split(".")) + ".py"
+        with open(os.path.join(HERE, source), "rb") as read:
+            SOURCE_HASHES[module] = hashlib.sha256(read.read()).hexdigest()
+        flags = ["-O2"] if os.name == "posix" else []
+        core.append(Extension(module, [source], extra_compile_args=flags))
     try:
         built = list(cythonize(extensions, language_level=3, quiet=True))
     except Exception as exc:
@@ -139,7 +145,8 @@ def _extensions() -> list[Any]:
             compiler_directives=directives,
         )
     except Exception as exc:
-        _skip(exc)
+        SOURCE_HASHES.clear()
+        _skip(exc, "the core's modules", "their sources")
     return built
 
 

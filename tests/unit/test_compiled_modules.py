@@ -3,6 +3,7 @@ ASYNCSCHED_PURE (asyncsched/_compiled.py)."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
@@ -141,3 +142,39 @@ def test_the_same_simulation_compiled_and_from_source(tmp_path: Path) -> None:
         streams[name] = events.read_bytes()
     assert streams["compiled"] == streams["core from source"] == streams["pure"]
     assert streams["compiled"].count(b"\n") > 30
+
+
+def _sibling_names(tree: ast.Module) -> list[str]:
+    """Inner functions named by another closure of the same function: compiled, the
+    shared scope holds the one and is held by it."""
+    found = []
+    for outer in ast.walk(tree):
+        if not isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        inner = {
+            node.name: node
+            for node in ast.walk(outer)
+            if node is not outer and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        for closure in ast.walk(outer):
+            if closure is outer or not isinstance(
+                closure, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+            ):
+                continue
+            own = getattr(closure, "name", None)
+            named = {n.id for n in ast.walk(closure) if isinstance(n, ast.Name)}
+            for name in sorted((named & set(inner)) - {own}):  # recursion: a cycle either way
+                found.append(f"{outer.name}: {own or 'a lambda'} names {name}")
+    return found
+
+
+def test_no_compiled_closure_names_another_inner_function() -> None:
+    """A session's helpers freed by reference counting, compiled as interpreted: no
+    compiled module has an inner function that another closure names."""
+    found = []
+    for package in ("model", "cache", "framework", "actions", "plugins"):  # setup.py's
+        for path in sorted((ROOT / "asyncsched" / package).glob("*.py")):
+            found += [f"{path}: {f}" for f in _sibling_names(ast.parse(path.read_text()))]
+    assert not found
+    shared = "def f():\n    def a(): return 1\n    return lambda: a()\n"
+    assert _sibling_names(ast.parse(shared)) == ["f: a lambda names a"]

@@ -26,7 +26,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
 from types import ModuleType
 
@@ -58,7 +58,7 @@ def source_hash(path: str) -> str:
 
 @dataclass
 class CompiledModules:
-    """The finder, and what it decided so far (``asyncsched version`` reports it)."""
+    """The finder, and what ``asyncsched version`` says of it."""
 
     package: str
     package_dir: str
@@ -68,10 +68,6 @@ class CompiledModules:
     """Every module from source."""
     why: str = ""
     """Who asked for the sources (an environment variable), when ``pure``."""
-    compiled: set[str] = field(default_factory=set)
-    stale: set[str] = field(default_factory=set)
-    """Modules with an extension module beside them imported from their source: the
-    source changed since the build, or the build no longer compiles it."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -91,10 +87,7 @@ class CompiledModules:
             return None
         wanted = self.built.get(fullname)
         if not self.pure and wanted is not None and source_hash(source) == wanted:
-            self.compiled.add(fullname)
             return None
-        if wanted is not None and not self.pure:
-            self.stale.add(fullname)
         return importlib.util.spec_from_file_location(fullname, source)
 
     def current(self) -> list[str]:
@@ -111,6 +104,10 @@ class CompiledModules:
             ):
                 found.append(name)
         return found
+
+    def count(self) -> int:
+        """How many of the core's modules run compiled: 0 when every one runs from source."""
+        return 0 if self.pure else len(self.current())
 
     def describe(self) -> str:
         """One line for ``asyncsched version``."""

@@ -84,10 +84,8 @@ def identity() -> dict[str, Any]:
     try:
         from asyncsched import _compiled
 
-        compiled: dict[str, Any] = {
-            "compiled_modules": 0 if _compiled.state().pure else len(_compiled.state().current())
-        }
-    except ImportError:  # a version from before the compiled core
+        compiled: dict[str, Any] = {"compiled_modules": _compiled.state().count()}
+    except (ImportError, AttributeError):  # a version from before the compiled core
         compiled = {}
     return {
         "asyncsched_version": installed,

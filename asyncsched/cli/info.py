@@ -58,7 +58,7 @@ def identity() -> dict[str, str | bool | int]:
         "version": installed,
         "path": str(Path(asyncsched.__file__).parent),
         "native": kernels.NATIVE,
-        "compiled_modules": len(_compiled.state().current()) if not _compiled.state().pure else 0,
+        "compiled_modules": _compiled.state().count(),
         "compiled_pod_reader": protobuf.COMPILED,
         "pod_encoding": POD_ENCODING.name,
     }

@@ -40,8 +40,8 @@ def test_an_extension_built_from_the_source_as_it_is_runs(tmp_path: Path) -> Non
     built = {"fakepkg.core": _compiled.source_hash(str(package / "core.py"))}
     finder = _finder(package, built)
     assert finder.find_spec("fakepkg.core", [str(package)]) is None  # the usual finders: the .so
-    assert finder.compiled == {"fakepkg.core"}
     assert finder.describe() == "compiled modules: 1 of 1"
+    assert finder.count() == 1
 
 
 def test_an_edited_source_runs_from_source_and_is_named(tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_an_edited_source_runs_from_source_and_is_named(tmp_path: Path) -> None:
     finder = _finder(package, built)
     spec = finder.find_spec("fakepkg.core", [str(package)])
     assert spec is not None and spec.origin == str(package / "core.py")
-    assert finder.stale == {"fakepkg.core"}
+    assert finder.find_spec("fakepkg.other", [str(package)]) is None
     assert finder.describe() == (
         "compiled modules: 1 of 2 (from source, changed or missing since the build: "
         "fakepkg.core; rebuild)"
@@ -74,6 +74,7 @@ def test_pure_runs_every_module_from_source(tmp_path: Path) -> None:
     spec = finder.find_spec("fakepkg.core", [str(package)])
     assert spec is not None and spec.origin == str(package / "core.py")
     assert finder.describe() == "compiled modules: no (disabled by ASYNCSCHED_PURE)"
+    assert finder.count() == 0
 
 
 def test_modules_without_an_extension_and_other_packages_are_left_alone(tmp_path: Path) -> None:
@@ -88,9 +89,13 @@ def test_this_build_runs_its_core_compiled() -> None:
     """Where the kernels compiled, the core compiled too (one toolchain), and every module
     the build compiled is the one imported."""
     state = _compiled.state()
-    if state.pure or not kernels.NATIVE:
-        assert not state.compiled
+    if state.pure:
+        assert state.count() == 0
         return
+    if not kernels.NATIVE:  # no compiler at install time: nothing compiled
+        assert state.count() == 0 and not state.built
+        return
+    assert state.count() == len(state.built)
     assert len(state.built) > 80, "the build compiled the kernels but not the core"
     assert state.current() == sorted(state.built), state.describe()
     for name in ("asyncsched.framework.session", "asyncsched.cache.snapshots"):

@@ -4,9 +4,11 @@ modules, when Cython and a compiler are present.
 Without them the package installs pure-Python and uses the NumPy twins of every
 kernel (asyncsched/model/_kernels_py.py) and the core's sources; ``asyncsched version``
 says which. The core's modules are compiled from their ``.py`` files as they are (no
-types taken from annotations, so they mean what the interpreter makes of them), and
-``asyncsched/_compiled.json`` records the hash of each source compiled: only a module whose
-source is still that one runs compiled (``asyncsched/_compiled.py``).
+types taken from annotations, so they mean what the interpreter makes of them; a ``.pxd``
+beside a few makes their classes extension types with the same fields), and
+``asyncsched/_compiled.json`` records the hash of each source compiled and what its ``.pxd``
+cimports: only a module whose source is still that one, and whose cimports run compiled,
+runs compiled (``asyncsched/_compiled.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,30 @@ MANIFEST = "_compiled.json"  # asyncsched._compiled.MANIFEST
 SOURCE_HASHES: dict[str, str] = {}
 """Each core module's source hash, taken before Cython reads the source: an edit during
 the build then makes the module stale rather than recorded as current."""
+
+CIMPORTS: dict[str, list[str]] = {}
+"""The core modules each compiled module's ``.pxd`` cimports: its compiled code is laid out
+for their compiled classes, so it may run compiled only while they do."""
+
+
+def _source_hash(base: str) -> str:
+    """The SHA-256 of a module's ``.py``, and of its ``.pxd`` when it has one (the
+    declarations that make its classes extension types): ``asyncsched._compiled.module_hash``."""
+    with open(base + ".py", "rb") as read:
+        digest = hashlib.sha256(read.read())
+    if os.path.isfile(base + ".pxd"):
+        with open(base + ".pxd", "rb") as read:
+            digest.update(b"\0pxd\0" + read.read())
+    return digest.hexdigest()
+
+
+def _cimports(base: str) -> list[str]:
+    """The modules named by ``from M cimport ...`` in a module's ``.pxd``."""
+    if not os.path.isfile(base + ".pxd"):
+        return []
+    with open(base + ".pxd", encoding="utf-8") as read:
+        words = [line.split() for line in read]
+    return sorted({w[1] for w in words if len(w) > 2 and w[0] == "from" and w[2] == "cimport"})
 
 
 def _core_modules() -> list[str]:
@@ -81,9 +107,10 @@ class _OptionalBuildExt(build_ext):
             and ext.name not in self.failed
             and os.path.isfile(self.get_ext_fullpath(ext.name))
         }
+        cimports = {name: CIMPORTS[name] for name in modules if CIMPORTS.get(name)}
         os.makedirs(package_dir, exist_ok=True)
         with open(os.path.join(package_dir, MANIFEST), "w", encoding="utf-8") as out:
-            json.dump({"modules": modules}, out, indent=1, sort_keys=True)
+            json.dump({"modules": modules, "cimports": cimports}, out, indent=1, sort_keys=True)
             out.write("\n")
 
     def build_extension(self, ext: Any) -> None:
@@ -126,8 +153,9 @@ def _extensions() -> list[Any]:
     core = []
     for module in _core_modules():
         source = os.path.join(*module.split(".")) + ".py"
-        with open(os.path.join(HERE, source), "rb") as read:
-            SOURCE_HASHES[module] = hashlib.sha256(read.read()).hexdigest()
+        base = os.path.join(HERE, source[: -len(".py")])
+        SOURCE_HASHES[module] = _source_hash(base)
+        CIMPORTS[module] = _cimports(base)
         flags = ["-O2"] if os.name == "posix" else []
         core.append(Extension(module, [source], extra_compile_args=flags))
     try:
@@ -146,6 +174,7 @@ def _extensions() -> list[Any]:
         )
     except Exception as exc:
         SOURCE_HASHES.clear()
+        CIMPORTS.clear()
         _skip(exc, "the core's modules", "their sources")
     return built
 

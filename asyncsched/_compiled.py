@@ -3,15 +3,19 @@
 ``setup.py`` compiles the scheduling core's modules (``asyncsched.model``, ``cache``,
 ``framework``, ``actions``, ``plugins``, less the few it names) with Cython, from the
 same ``.py`` files, when Cython and a C compiler are present, and writes
-``_compiled.json`` beside them: each compiled module's name and the SHA-256 of the source it
-was compiled from. A compiled module is the same code as its source, and no faster
-algorithm: it spares the interpreter's dispatch, which is most of what is left around the
-kernels (BENCHMARKS.md, "The core compiled").
+``_compiled.json`` beside them: each compiled module's name, the SHA-256 of the source it
+was compiled from (its ``.py``, and its ``.pxd`` where one declares the module's classes
+as extension types) and the core modules each ``.pxd`` cimports. A compiled module is the
+same code as its source, and no faster algorithm: it spares the interpreter's dispatch,
+which is most of what is left around the kernels, and a class its ``.pxd`` declares keeps
+its fields as C struct members (BENCHMARKS.md, "The core compiled").
 
 An extension module would shadow its ``.py`` at every import, so an edited source would
 silently not run until the next build. The finder installed here (first on
 ``sys.meta_path``, by ``asyncsched/__init__.py``) therefore imports a module compiled only
-when its source is the one it was compiled from, and from the source otherwise; with
+when its source is the one it was compiled from and every module it cimports runs compiled
+too (a compiled subclass of a class that now runs from source would not load), and from the
+source otherwise; with
 ``ASYNCSCHED_PURE=1`` (read at import, as the kernels read it) always from the source, and
 with ``ASYNCSCHED_COMPILED_MODULES=0`` too, the kernels staying compiled: profilers see no
 frames of compiled code, so the benchmarks' ``--profile`` sets it. ``asyncsched version``
@@ -36,12 +40,13 @@ __all__ = [
     "PURE_ENV",
     "CompiledModules",
     "install",
-    "source_hash",
+    "module_hash",
     "state",
 ]
 
 MANIFEST = "_compiled.json"
-"""Beside ``asyncsched/__init__.py``: ``{"modules": {name: sha256 of its .py}}``."""
+"""Beside ``asyncsched/__init__.py``: ``{"modules": {name: module_hash}, "cimports": {name:
+[names its .pxd cimports]}}``."""
 
 PURE_ENV = "ASYNCSCHED_PURE"
 """The same switch as the kernels' (``asyncsched.model.kernels.PURE_ENV``)."""
@@ -50,10 +55,15 @@ COMPILED_ENV = "ASYNCSCHED_COMPILED_MODULES"
 """0: the core's modules from source, the kernels as they are."""
 
 
-def source_hash(path: str) -> str:
-    """The SHA-256 of a source file's bytes, as ``setup.py`` records it."""
-    with open(path, "rb") as source:
-        return hashlib.sha256(source.read()).hexdigest()
+def module_hash(base: str) -> str:
+    """The SHA-256 of ``base.py``'s bytes, then of ``base.pxd``'s when there is one, as
+    ``setup.py`` records it."""
+    with open(base + ".py", "rb") as source:
+        digest = hashlib.sha256(source.read())
+    if os.path.isfile(base + ".pxd"):
+        with open(base + ".pxd", "rb") as declarations:
+            digest.update(b"\0pxd\0" + declarations.read())
+    return digest.hexdigest()
 
 
 @dataclass
@@ -64,6 +74,8 @@ class CompiledModules:
     package_dir: str
     built: dict[str, str]
     """The manifest: module name -> hash of the source it was compiled from."""
+    cimports: dict[str, list[str]]
+    """The manifest: module name -> the modules its ``.pxd`` cimports."""
     pure: bool
     """Every module from source."""
     why: str = ""
@@ -85,25 +97,29 @@ class CompiledModules:
             return None  # a package, or an extension module with no source (the kernels)
         if not any(os.path.isfile(os.path.join(entry, leaf + s)) for s in EXTENSION_SUFFIXES):
             return None
-        wanted = self.built.get(fullname)
-        if not self.pure and wanted is not None and source_hash(source) == wanted:
+        if not self.pure and self._runs_compiled(fullname, source[: -len(".py")]):
             return None
         return importlib.util.spec_from_file_location(fullname, source)
 
-    def current(self) -> list[str]:
-        """The manifest's modules that would run compiled now (imported or not): the
-        extension module is there and was compiled from the source as it is."""
-        found = []
-        for name, wanted in sorted(self.built.items()):
+    def _runs_compiled(self, name: str, base: str | None = None) -> bool:
+        """The extension module is there, was compiled from the source as it is, and so
+        were those of every module it cimports."""
+        wanted = self.built.get(name)
+        if wanted is None:
+            return False
+        if base is None:
             base = os.path.join(self.package_dir, *name.split(".")[1:])
-            source = base + ".py"
-            if (
-                os.path.isfile(source)
-                and any(os.path.isfile(base + s) for s in EXTENSION_SUFFIXES)
-                and source_hash(source) == wanted
-            ):
-                found.append(name)
-        return found
+        if not (
+            os.path.isfile(base + ".py")
+            and any(os.path.isfile(base + s) for s in EXTENSION_SUFFIXES)
+            and module_hash(base) == wanted
+        ):
+            return False
+        return all(self._runs_compiled(used) for used in self.cimports.get(name, ()))
+
+    def current(self) -> list[str]:
+        """The manifest's modules that would run compiled now (imported or not)."""
+        return [name for name in sorted(self.built) if self._runs_compiled(name)]
 
     def count(self) -> int:
         """How many of the core's modules run compiled: 0 when every one runs from source."""
@@ -119,7 +135,10 @@ class CompiledModules:
         line = f"compiled modules: {len(current)} of {len(self.built)}"
         if len(current) < len(self.built):
             names = ", ".join(sorted(set(self.built) - set(current)))
-            line += f" (from source, changed or missing since the build: {names}; rebuild)"
+            line += (
+                f" (from source, changed or missing since the build, or cimporting one that"
+                f" is: {names}; rebuild)"
+            )
         return line
 
 
@@ -134,15 +153,17 @@ def install(package_dir: str, package: str = "asyncsched") -> CompiledModules:
         return _state
     try:
         with open(os.path.join(package_dir, MANIFEST), encoding="utf-8") as found:
-            built = dict(json.load(found)["modules"])
-    except (OSError, ValueError, KeyError, TypeError):
-        built = {}
+            manifest = json.load(found)
+        built = dict(manifest["modules"])
+        cimports = {name: list(used) for name, used in manifest.get("cimports", {}).items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        built, cimports = {}, {}
     why = ""
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         why = PURE_ENV
     elif os.environ.get(COMPILED_ENV, "") == "0":
         why = f"{COMPILED_ENV}=0"
-    _state = CompiledModules(package, package_dir, built, bool(why), why)
+    _state = CompiledModules(package, package_dir, built, cimports, bool(why), why)
     sys.meta_path.insert(0, _state)
     return _state
 

@@ -52,14 +52,14 @@ class _Amounts(Protocol):
 
 
 _A = TypeVar("_A", bound=_Amounts)
-_new = object.__new__
 
 
 def resource_merge(a: _A, b: _Amounts, negate: bool) -> _A:
     """A new object of ``a``'s type (a Resource: slots ``_values`` and ``_hash``) holding
     ``merge_amounts(a._values, b._values, negate)``, its hash not taken: Resource's ``+``
     and ``-`` in one call (the native twin also makes the object in C)."""
-    made = _new(type(a))
+    kind = type(a)
+    made = kind.__new__(kind)  # object.__new__ refuses a compiled Resource
     made._values = merge_amounts(a._values, b._values, negate)
     made._hash = None
     return made

@@ -7,6 +7,7 @@ import ast
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib.machinery import EXTENSION_SUFFIXES
@@ -31,13 +32,22 @@ def _package(tmp_path: Path, sources: dict[str, str], extensions: tuple[str, ...
     return package
 
 
-def _finder(package: Path, built: dict[str, str], why: str = "") -> _compiled.CompiledModules:
-    return _compiled.CompiledModules("fakepkg", str(package), built, bool(why), why)
+def _finder(
+    package: Path,
+    built: dict[str, str],
+    why: str = "",
+    cimports: dict[str, list[str]] | None = None,
+) -> _compiled.CompiledModules:
+    return _compiled.CompiledModules("fakepkg", str(package), built, cimports or {}, bool(why), why)
+
+
+def _hash(package: Path, name: str) -> str:
+    return _compiled.module_hash(str(package / name))
 
 
 def test_an_extension_built_from_the_source_as_it_is_runs(tmp_path: Path) -> None:
     package = _package(tmp_path, {"core": "x = 1\n"}, ("core",))
-    built = {"fakepkg.core": _compiled.source_hash(str(package / "core.py"))}
+    built = {"fakepkg.core": _hash(package, "core")}
     finder = _finder(package, built)
     assert finder.find_spec("fakepkg.core", [str(package)]) is None  # the usual finders: the .so
     assert finder.describe() == "compiled modules: 1 of 1"
@@ -47,8 +57,8 @@ def test_an_extension_built_from_the_source_as_it_is_runs(tmp_path: Path) -> Non
 def test_an_edited_source_runs_from_source_and_is_named(tmp_path: Path) -> None:
     package = _package(tmp_path, {"core": "x = 1\n", "other": "y = 2\n"}, ("core", "other"))
     built = {
-        "fakepkg.core": _compiled.source_hash(str(package / "core.py")),
-        "fakepkg.other": _compiled.source_hash(str(package / "other.py")),
+        "fakepkg.core": _hash(package, "core"),
+        "fakepkg.other": _hash(package, "other"),
     }
     (package / "core.py").write_text("x = 2\n")  # edited after the build
     finder = _finder(package, built)
@@ -56,9 +66,70 @@ def test_an_edited_source_runs_from_source_and_is_named(tmp_path: Path) -> None:
     assert spec is not None and spec.origin == str(package / "core.py")
     assert finder.find_spec("fakepkg.other", [str(package)]) is None
     assert finder.describe() == (
-        "compiled modules: 1 of 2 (from source, changed or missing since the build: "
-        "fakepkg.core; rebuild)"
+        "compiled modules: 1 of 2 (from source, changed or missing since the build, or "
+        "cimporting one that is: fakepkg.core; rebuild)"
     )
+
+
+def test_an_edited_pxd_makes_its_module_stale(tmp_path: Path) -> None:
+    package = _package(tmp_path, {"core": "class C:\n    pass\n"}, ("core",))
+    (package / "core.pxd").write_text("cdef class C:\n    cdef public object a\n")
+    finder = _finder(package, {"fakepkg.core": _hash(package, "core")})
+    assert finder.find_spec("fakepkg.core", [str(package)]) is None
+    (package / "core.pxd").write_text("cdef class C:\n    cdef public object b\n")
+    spec = finder.find_spec("fakepkg.core", [str(package)])
+    assert spec is not None and spec.origin == str(package / "core.py")
+
+
+def test_a_module_cimporting_a_stale_one_runs_from_source(tmp_path: Path) -> None:
+    """A compiled subclass of a compiled base that now runs from source would not load."""
+    names = ("base", "sub", "other")
+    package = _package(tmp_path, {name: f"{name} = 1\n" for name in names}, names)
+    built = {f"fakepkg.{name}": _hash(package, name) for name in names}
+    finder = _finder(package, built, cimports={"fakepkg.sub": ["fakepkg.base"]})
+    assert finder.find_spec("fakepkg.sub", [str(package)]) is None
+    (package / "base.py").write_text("base = 2\n")
+    for name in ("base", "sub"):
+        spec = finder.find_spec(f"fakepkg.{name}", [str(package)])
+        assert spec is not None and spec.origin == str(package / f"{name}.py")
+    assert finder.find_spec("fakepkg.other", [str(package)]) is None
+    assert finder.current() == ["fakepkg.other"]
+    assert "fakepkg.base, fakepkg.sub;" in finder.describe()
+
+
+def _slots(source: Path) -> dict[str, tuple[list[str], set[str]]]:
+    """Each class of a module with ``__slots__``: its bases' names and its slots."""
+    found = {}
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                if isinstance(statement, ast.Assign) and ast.unparse(statement.targets[0]) == (
+                    "__slots__"
+                ):
+                    slots = set(ast.literal_eval(statement.value))
+                    found[node.name] = ([ast.unparse(b) for b in node.bases], slots)
+    return found
+
+
+def test_every_pxd_declares_its_classes_as_their_slots_say() -> None:
+    """A compiled class has the fields its ``.pxd`` declares and no others: a slot added to
+    the ``.py`` alone would be missing only when compiled."""
+    declared_somewhere = False
+    for pxd in sorted((ROOT / "asyncsched").glob("*/*.pxd")):
+        classes: dict[str, tuple[list[str], set[str]]] = {}
+        current = ""
+        for line in pxd.read_text().splitlines():
+            header = re.fullmatch(r"cdef class (\w+)(?:\((\w+)\))?:", line)
+            if header:
+                current = header[1]
+                classes[current] = ([header[2]] if header[2] else [], set())
+            elif line.startswith("    cdef public object "):
+                classes[current][1].update(line.split(" object ")[1].replace(" ", "").split(","))
+            else:
+                assert not line.strip() or line.startswith(("#", "from ")), (pxd, line)
+        assert classes == _slots(pxd.with_suffix(".py")), pxd
+        declared_somewhere = True
+    assert declared_somewhere
 
 
 def test_an_extension_the_build_no_longer_lists_never_runs(tmp_path: Path) -> None:
@@ -69,7 +140,7 @@ def test_an_extension_the_build_no_longer_lists_never_runs(tmp_path: Path) -> No
 
 def test_pure_runs_every_module_from_source(tmp_path: Path) -> None:
     package = _package(tmp_path, {"core": "x = 1\n"}, ("core",))
-    built = {"fakepkg.core": _compiled.source_hash(str(package / "core.py"))}
+    built = {"fakepkg.core": _hash(package, "core")}
     finder = _finder(package, built, why="ASYNCSCHED_PURE")
     spec = finder.find_spec("fakepkg.core", [str(package)])
     assert spec is not None and spec.origin == str(package / "core.py")
@@ -103,6 +174,11 @@ def test_this_build_runs_its_core_compiled() -> None:
         assert module.__file__ is not None and module.__file__.endswith(tuple(EXTENSION_SUFFIXES))
     manifest = json.loads((ROOT / "asyncsched" / _compiled.MANIFEST).read_text())
     assert "asyncsched.framework.hookspecs" not in manifest["modules"]
+    assert manifest["cimports"]["asyncsched.model.task"] == ["asyncsched.model.journal"]
+    heap_type = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+    for name, cls in (("task", "TaskInfo"), ("resource", "Resource")):
+        made = getattr(importlib.import_module(f"asyncsched.model.{name}"), cls)
+        assert not made.__flags__ & heap_type, f"{cls} is not an extension type"
 
 
 def _asyncsched(argv: list[str], cwd: Path, env: dict[str, str]) -> str:

@@ -1,0 +1,34 @@
+# Compiled, this class is an extension type: its methods read and write its fields as C
+# struct members. The fields are the .py's __slots__, each a Python object, so the class
+# means what it means interpreted, but that a field never set reads None rather than
+# raising AttributeError (tests/unit/test_compiled_modules.py checks the fields agree).
+# The interpreter never reads this file.
+
+from asyncsched.model.journal cimport Tracked
+
+cdef class JobInfo(Tracked):
+    cdef public object _allocated_before
+    cdef public object allocated
+    cdef public object books_memo
+    cdef public object by_status
+    cdef public object creation
+    cdef public object min_available
+    cdef public object min_resources
+    cdef public object min_task_member
+    cdef public object n_allocated
+    cdef public object n_pending_best_effort
+    cdef public object n_pending_gated
+    cdef public object n_ready
+    cdef public object name
+    cdef public object namespace
+    cdef public object network_topology
+    cdef public object phase
+    cdef public object podgroup
+    cdef public object podgroup_in_sync
+    cdef public object priority
+    cdef public object priority_class
+    cdef public object queue
+    cdef public object settled_under
+    cdef public object share_memo
+    cdef public object tasks
+    cdef public object uid

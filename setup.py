@@ -164,7 +164,9 @@ def _extensions() -> list[Any]:
         _skip(exc)
         return []
     try:  # generated C under build/, not beside the sources
-        directives = {"annotation_typing": False}
+        # nonecheck: a field read through a variable a .pxd types raises AttributeError on
+        # None, as interpreted, instead of reading from a null pointer
+        directives = {"annotation_typing": False, "nonecheck": True}
         built += cythonize(
             core,
             language_level=3,

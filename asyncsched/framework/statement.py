@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 from asyncsched.framework.results import Bind, Eviction, Nomination
 from asyncsched.framework.session import Session
-from asyncsched.model import NodeInfo, TaskInfo, TaskStatus
 from asyncsched.model.gpu_claims import GpuClaim, claim_annotations
+from asyncsched.model.node import NodeInfo  # from its own module: statement.pxd cimports it
+from asyncsched.model.status import TaskStatus
+from asyncsched.model.task import TaskInfo
 
 __all__ = ["Statement"]
 
@@ -43,6 +45,8 @@ class _Operation:
 
 class Statement:
     """An operation log over one session."""
+
+    __slots__ = ("operations", "ssn")
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn

@@ -4,6 +4,8 @@
 # raising AttributeError (tests/unit/test_compiled_modules.py checks the fields agree).
 # The interpreter never reads this file.
 
+cimport cython
+from asyncsched.model.task cimport TaskInfo
 from asyncsched.model.journal cimport Tracked
 
 cdef class JobInfo(Tracked):
@@ -32,3 +34,18 @@ cdef class JobInfo(Tracked):
     cdef public object share_memo
     cdef public object tasks
     cdef public object uid
+
+    # A task's fields read as struct members (a None task raises AttributeError, as
+    # interpreted: the build checks for None; anything but a TaskInfo is a TypeError).
+    @cython.locals(task=TaskInfo)
+    cpdef add_task(self, task)
+    @cython.locals(task=TaskInfo, existing=TaskInfo)
+    cpdef remove_task(self, task)
+    @cython.locals(task=TaskInfo, existing=TaskInfo)
+    cpdef update_task_status(self, task, status)
+    @cython.locals(task=TaskInfo)
+    cpdef _count_in(self, task)
+    @cython.locals(existing=TaskInfo)
+    cpdef _count_out(self, existing)
+    @cython.locals(twin=JobInfo)
+    cpdef clone_empty(self, journal=*)

@@ -4,6 +4,8 @@
 # raising AttributeError (tests/unit/test_compiled_modules.py checks the fields agree).
 # The interpreter never reads this file.
 
+cimport cython
+from asyncsched.model.task cimport TaskInfo
 from asyncsched.model.journal cimport Tracked
 
 cdef class NodeInfo(Tracked):
@@ -19,3 +21,17 @@ cdef class NodeInfo(Tracked):
     cdef public object taints
     cdef public object tasks
     cdef public object unschedulable
+
+    # A task's fields read as struct members (as in job.pxd).
+    @cython.locals(task=TaskInfo)
+    cpdef add_task(self, task)
+    @cython.locals(task=TaskInfo)
+    cpdef _book_gpus(self, task)
+    @cython.locals(task=TaskInfo, booked=TaskInfo)
+    cpdef remove_task(self, task)
+    @cython.locals(task=TaskInfo)
+    cpdef requeue(self, task)
+    @cython.locals(twin=NodeInfo)
+    cpdef rebound(self, table, row, journal=*)
+    @cython.locals(source=NodeInfo)
+    cpdef reset_from(self, source, table, row)

@@ -4,6 +4,7 @@
 # raising AttributeError (tests/unit/test_compiled_modules.py checks the fields agree).
 # The interpreter never reads this file.
 
+cimport cython
 from asyncsched.model.journal cimport Tracked
 
 cdef class TaskInfo(Tracked):
@@ -24,3 +25,9 @@ cdef class TaskInfo(Tracked):
     cdef public object role
     cdef public object status
     cdef public object uid
+
+    # The snapshot's copies, field by field.
+    @cython.locals(twin=TaskInfo)
+    cpdef clone(self, journal=*)
+    @cython.locals(source=TaskInfo)
+    cpdef reset_from(self, source)

@@ -61,12 +61,21 @@ def _source_hash(base: str) -> str:
 
 
 def _cimports(base: str) -> list[str]:
-    """The modules named by ``from M cimport ...`` in a module's ``.pxd``."""
+    """The package's modules named by ``from M cimport ...`` in a module's ``.pxd``."""
     if not os.path.isfile(base + ".pxd"):
         return []
     with open(base + ".pxd", encoding="utf-8") as read:
         words = [line.split() for line in read]
-    return sorted({w[1] for w in words if len(w) > 2 and w[0] == "from" and w[2] == "cimport"})
+    return sorted(
+        {
+            w[1]
+            for w in words
+            if len(w) > 2
+            and w[0] == "from"
+            and w[2] == "cimport"
+            and w[1].startswith("asyncsched.")
+        }
+    )
 
 
 def _core_modules() -> list[str]:

@@ -101,12 +101,17 @@ class CompiledModules:
             return None
         return importlib.util.spec_from_file_location(fullname, source)
 
-    def _runs_compiled(self, name: str, base: str | None = None) -> bool:
+    def _runs_compiled(
+        self, name: str, base: str | None = None, asking: frozenset[str] = frozenset()
+    ) -> bool:
         """The extension module is there, was compiled from the source as it is, and so
-        were those of every module it cimports."""
+        were those of every module it cimports (``asking``: the modules whose answer waits
+        on this one, so that a cycle of cimports ends)."""
         wanted = self.built.get(name)
         if wanted is None:
             return False
+        if name in asking:
+            return True  # its own files are checked where the cycle began
         if base is None:
             base = os.path.join(self.package_dir, *name.split(".")[1:])
         if not (
@@ -115,7 +120,8 @@ class CompiledModules:
             and module_hash(base) == wanted
         ):
             return False
-        return all(self._runs_compiled(used) for used in self.cimports.get(name, ()))
+        asking = asking | {name}
+        return all(self._runs_compiled(used, asking=asking) for used in self.cimports.get(name, ()))
 
     def current(self) -> list[str]:
         """The manifest's modules that would run compiled now (imported or not)."""

@@ -97,6 +97,19 @@ def test_a_module_cimporting_a_stale_one_runs_from_source(tmp_path: Path) -> Non
     assert "fakepkg.base, fakepkg.sub;" in finder.describe()
 
 
+def test_a_cycle_of_cimports_ends_and_goes_stale_together(tmp_path: Path) -> None:
+    names = ("a", "b")
+    package = _package(tmp_path, {name: f"{name} = 1\n" for name in names}, names)
+    built = {f"fakepkg.{name}": _hash(package, name) for name in names}
+    cycle = {"fakepkg.a": ["fakepkg.b"], "fakepkg.b": ["fakepkg.a"]}
+    finder = _finder(package, built, cimports=cycle)
+    assert finder.current() == ["fakepkg.a", "fakepkg.b"]
+    (package / "b.py").write_text("b = 2\n")
+    assert finder.current() == []
+    spec = finder.find_spec("fakepkg.a", [str(package)])
+    assert spec is not None and spec.origin == str(package / "a.py")
+
+
 def _slots(source: Path) -> dict[str, tuple[list[str], set[str]]]:
     """Each class of a module with ``__slots__``: its bases' names and its slots."""
     found = {}
@@ -177,6 +190,8 @@ def test_this_build_runs_its_core_compiled() -> None:
     manifest = json.loads((ROOT / "asyncsched" / _compiled.MANIFEST).read_text())
     assert "asyncsched.framework.hookspecs" not in manifest["modules"]
     assert manifest["cimports"]["asyncsched.model.task"] == ["asyncsched.model.journal"]
+    for used in manifest["cimports"].values():
+        assert set(used) <= set(manifest["modules"]), used  # only the core's own modules
     heap_type = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
     for name, cls in (("task", "TaskInfo"), ("resource", "Resource")):
         made = getattr(importlib.import_module(f"asyncsched.model.{name}"), cls)

@@ -29,6 +29,7 @@ import sys
 import tarfile
 import tomllib
 import venv
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,12 +132,22 @@ def test_sdist_carries_the_native_source_and_the_package_data(dists: Dists) -> N
         "asyncsched/config/scheduler.yaml",
         "asyncsched/examples/gpu-cluster.yaml",
         "asyncsched/py.typed",
+        *(str(p.relative_to(ROOT)) for p in sorted(ROOT.glob("asyncsched/*/*.pxd"))),
         "README.md",
         "pyproject.toml",
         "setup.py",
     ):
         assert wanted in names, f"the sdist lacks {wanted}"
     assert not any(n.endswith((".so", ".c")) for n in names), "build products in the sdist"
+
+
+def test_the_wheel_carries_the_declarations_its_modules_were_compiled_with(dists: Dists) -> None:
+    """The finder hashes a module's .pxd with its .py: without them beside the installed
+    modules, every module with one would run from source."""
+    with zipfile.ZipFile(dists.native_wheel) as wheel:
+        names = set(wheel.namelist())
+    declared = [str(p.relative_to(ROOT)) for p in sorted(ROOT.glob("asyncsched/*/*.pxd"))]
+    assert declared and set(declared) <= names
 
 
 @pytest.mark.parametrize(

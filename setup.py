@@ -13,11 +13,12 @@ runs compiled (``asyncsched/_compiled.py``).
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from setuptools import setup
@@ -38,7 +39,22 @@ NOT_COMPILED = {
     "asyncsched.framework.hookspecs": "pluggy reads the hook specifications' signatures",
 }
 
-MANIFEST = "_compiled.json"  # asyncsched._compiled.MANIFEST
+
+def _load_compiled_rule() -> ModuleType:
+    """``asyncsched/_compiled.py`` by its path (it imports only the standard library), so that
+    the build hashes a module as the finder will; importing the package would install the
+    finder in this process."""
+    path = os.path.join(HERE, "asyncsched", "_compiled.py")
+    spec = importlib.util.spec_from_file_location("_asyncsched_compiled_rule", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses looks its module up while defining
+    spec.loader.exec_module(module)
+    return module
+
+
+_RULE = _load_compiled_rule()
+MANIFEST = _RULE.MANIFEST
 
 SOURCE_HASHES: dict[str, str] = {}
 """Each core module's source hash, taken before Cython reads the source: an edit during
@@ -47,17 +63,6 @@ the build then makes the module stale rather than recorded as current."""
 CIMPORTS: dict[str, list[str]] = {}
 """The core modules each compiled module's ``.pxd`` cimports: its compiled code is laid out
 for their compiled classes, so it may run compiled only while they do."""
-
-
-def _source_hash(base: str) -> str:
-    """The SHA-256 of a module's ``.py``, and of its ``.pxd`` when it has one (the
-    declarations that make its classes extension types): ``asyncsched._compiled.module_hash``."""
-    with open(base + ".py", "rb") as read:
-        digest = hashlib.sha256(read.read())
-    if os.path.isfile(base + ".pxd"):
-        with open(base + ".pxd", "rb") as read:
-            digest.update(b"\0pxd\0" + read.read())
-    return digest.hexdigest()
 
 
 def _cimports(base: str) -> list[str]:
@@ -163,7 +168,7 @@ def _extensions() -> list[Any]:
     for module in _core_modules():
         source = os.path.join(*module.split(".")) + ".py"
         base = os.path.join(HERE, source[: -len(".py")])
-        SOURCE_HASHES[module] = _source_hash(base)
+        SOURCE_HASHES[module] = _RULE.module_hash(base)
         CIMPORTS[module] = _cimports(base)
         flags = ["-O2"] if os.name == "posix" else []
         core.append(Extension(module, [source], extra_compile_args=flags))

@@ -15,11 +15,10 @@ silently not run until the next build. The finder installed here (first on
 ``sys.meta_path``, by ``asyncsched/__init__.py``) therefore imports a module compiled only
 when its source is the one it was compiled from and every module it cimports runs compiled
 too (a compiled subclass of a class that now runs from source would not load), and from the
-source otherwise; with
-``ASYNCSCHED_PURE=1`` (read at import, as the kernels read it) always from the source, and
-with ``ASYNCSCHED_COMPILED_MODULES=0`` too, the kernels staying compiled: profilers see no
-frames of compiled code, so the benchmarks' ``--profile`` sets it. ``asyncsched version``
-says how many run compiled and names the stale ones.
+source otherwise; with ``ASYNCSCHED_PURE=1`` (read at import, as the kernels read it)
+always from the source, and with ``ASYNCSCHED_COMPILED_MODULES=0`` too, the kernels staying
+compiled: profilers see no frames of compiled code, so the benchmarks' ``--profile`` sets
+it. ``asyncsched version`` says how many run compiled and names the stale ones.
 """
 
 from __future__ import annotations

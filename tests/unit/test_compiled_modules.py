@@ -13,8 +13,11 @@ import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
+import pytest
+
 from asyncsched import _compiled
 from asyncsched.model import kernels
+from asyncsched.model.job import JobInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -145,6 +148,19 @@ def test_every_pxd_declares_its_classes_as_their_slots_say() -> None:
         assert classes == _slots(pxd.with_suffix(".py")), pxd
         declared_somewhere = True
     assert declared_somewhere
+
+
+def test_a_typed_method_given_none_or_another_class_refuses_it() -> None:
+    """None reaching a variable a .pxd types raises AttributeError, as interpreted (the
+    core compiles with nonecheck; without it the read follows a null pointer); another
+    class's object is refused before the method changes anything."""
+    job = JobInfo(uid="ns/j", name="j", namespace="ns")
+    with pytest.raises(AttributeError):
+        job.add_task(None)  # type: ignore[arg-type]
+    compiled = not JobInfo.__flags__ & (1 << 9)  # not a heap type: the compiled class
+    with pytest.raises(TypeError if compiled else AttributeError):
+        job.remove_task(object())  # type: ignore[arg-type]
+    assert not job.tasks
 
 
 def test_an_extension_the_build_no_longer_lists_never_runs(tmp_path: Path) -> None:

@@ -48,6 +48,11 @@ def _hash(package: Path, name: str) -> str:
     return _compiled.module_hash(str(package / name))
 
 
+def _extension_type(cls: type) -> bool:
+    """Not made by a class statement (Py_TPFLAGS_HEAPTYPE unset): the compiled class."""
+    return not cls.__flags__ & (1 << 9)
+
+
 def test_an_extension_built_from_the_source_as_it_is_runs(tmp_path: Path) -> None:
     package = _package(tmp_path, {"core": "x = 1\n"}, ("core",))
     built = {"fakepkg.core": _hash(package, "core")}
@@ -157,8 +162,7 @@ def test_a_typed_method_given_none_or_another_class_refuses_it() -> None:
     job = JobInfo(uid="ns/j", name="j", namespace="ns")
     with pytest.raises(AttributeError):
         job.add_task(None)  # type: ignore[arg-type]
-    compiled = not JobInfo.__flags__ & (1 << 9)  # not a heap type: the compiled class
-    with pytest.raises(TypeError if compiled else AttributeError):
+    with pytest.raises(TypeError if _extension_type(JobInfo) else AttributeError):
         job.remove_task(object())  # type: ignore[arg-type]
     assert not job.tasks
 
@@ -208,10 +212,9 @@ def test_this_build_runs_its_core_compiled() -> None:
     assert manifest["cimports"]["asyncsched.model.task"] == ["asyncsched.model.journal"]
     for used in manifest["cimports"].values():
         assert set(used) <= set(manifest["modules"]), used  # only the core's own modules
-    heap_type = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
     for name, cls in (("task", "TaskInfo"), ("resource", "Resource")):
         made = getattr(importlib.import_module(f"asyncsched.model.{name}"), cls)
-        assert not made.__flags__ & heap_type, f"{cls} is not an extension type"
+        assert _extension_type(made), f"{cls} is not an extension type"
 
 
 def _asyncsched(argv: list[str], cwd: Path, env: dict[str, str]) -> str:

@@ -36,6 +36,8 @@ cdef class JobInfo(Tracked):
     cdef public object tasks
     cdef public object uid
 
+    cpdef touch(self)
+
     # A task's fields read as struct members (a None task raises AttributeError, as
     # interpreted: the build checks for None; anything but a TaskInfo is a TypeError).
     @cython.locals(task=TaskInfo)

@@ -125,7 +125,7 @@ class JobInfo(Tracked):
     def touch(self) -> None:
         if not self.touched:
             self._allocated_before = self.allocated
-        super().touch()
+        Tracked.touch(self)  # not super(): compiled, touch is a cpdef method (job.pxd)
 
     def reset_to(self, phase: str, podgroup: PodGroup | None) -> None:
         """Untouched, with this phase and PodGroup, as a fresh copy of the same tasks would

@@ -8,3 +8,6 @@
 cdef class Tracked:
     cdef public object journal
     cdef public object touched
+
+    # A C call from the typed methods of the model (a method lookup interpreted).
+    cpdef touch(self)

@@ -27,6 +27,11 @@ cdef class TaskInfo(Tracked):
     cdef public object status
     cdef public object uid
 
+    # The setters every placement calls: C calls from typed code.
+    cpdef set_status(self, value)
+    cpdef set_gpu_claim(self, claim)
+    cpdef set_node(self, name)
+
     # The snapshot's copies, field by field.
     @cython.locals(twin=TaskInfo)
     cpdef clone(self, journal=*)

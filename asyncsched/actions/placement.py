@@ -25,7 +25,6 @@ input always gives the same placement.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,17 +43,23 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
 class Placement:
     """The chosen node. ``fits_idle`` False means only future idle fits: pipeline, don't bind.
 
-    A record its reader never changes; not frozen, since a frozen dataclass sets each
-    field through ``object.__setattr__`` and one is made per task placed."""
+    A record its reader never changes. A plain class rather than a dataclass: one is made
+    per task placed, and compiled, its ``__init__`` is compiled too (a dataclass's is
+    generated at import and interpreted)."""
 
-    node: NodeInfo
-    index: int
-    score: float
-    fits_idle: bool
+    __slots__ = ("fits_idle", "index", "node", "score")
+
+    def __init__(self, node: NodeInfo, index: int, score: float, fits_idle: bool) -> None:
+        self.node = node
+        self.index = index
+        self.score = score
+        self.fits_idle = fits_idle
+
+    def __repr__(self) -> str:
+        return f"Placement({self.node.name}, index={self.index}, score={self.score})"
 
 
 def find_node(

@@ -10,7 +10,6 @@ the shell. This is how a gang is tried and backed out; ``mark`` and
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from asyncsched.framework.results import Bind, Eviction, Nomination
 from asyncsched.framework.session import Session
@@ -28,19 +27,35 @@ class _Op(enum.Enum):
     EVICT = "evict"
 
 
-@dataclass(slots=True)
 class _Operation:
-    op: _Op
-    task: TaskInfo
-    node: NodeInfo
-    previous: TaskStatus
-    reason: str = ""
-    preemptor: str = ""
-    """For an eviction, the task (``namespace/name``) it makes room for."""
-    nominate: bool = False
-    """For a pipeline made room for by evictions: nominate the pod to the node."""
-    claim: GpuClaim | None = None
-    """For an allocate or pipeline, the cards the task held before (put back on undo)."""
+    """One logged step. A plain class rather than a dataclass: compiled, its ``__init__`` is
+    compiled too (a dataclass's is generated at import and interpreted), and one is made
+    for every task placed."""
+
+    __slots__ = ("claim", "node", "nominate", "op", "preemptor", "previous", "reason", "task")
+
+    def __init__(
+        self,
+        op: _Op,
+        task: TaskInfo,
+        node: NodeInfo,
+        previous: TaskStatus,
+        reason: str = "",
+        preemptor: str = "",
+        nominate: bool = False,
+        claim: GpuClaim | None = None,
+    ) -> None:
+        self.op = op
+        self.task = task
+        self.node = node
+        self.previous = previous
+        self.reason = reason
+        self.preemptor = preemptor
+        """For an eviction, the task (``namespace/name``) it makes room for."""
+        self.nominate = nominate
+        """For a pipeline made room for by evictions: nominate the pod to the node."""
+        self.claim = claim
+        """For an allocate or pipeline, the cards the task held before (put back on undo)."""
 
 
 class Statement:

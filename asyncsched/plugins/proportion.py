@@ -148,6 +148,8 @@ class ProportionPlugin:
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
         self.queues: dict[str, QueueAttr] = {}
+        self._jobs: dict[str, JobInfo] = {}
+        """The session's jobs, for the allocate and deallocate handlers."""
 
     def deserved(self, queue: str) -> Resource:
         attr = self.queues.get(queue)
@@ -189,19 +191,27 @@ class ProportionPlugin:
         ssn.add(RECLAIMABLE, self.name, victims)
         ssn.add(SHARE_RECLAIMABLE, self.name, victims)
 
-        ssn.add_event_handler(
-            self.name,
-            EventHandler(lambda t: self._moved(ssn, t, 1), lambda t: self._moved(ssn, t, -1)),
-        )
+        self._jobs = ssn.jobs
+        ssn.add_event_handler(self.name, EventHandler(self._allocated, self._deallocated))
 
-    def _moved(self, ssn: Session, task: TaskInfo, sign: int) -> None:
-        """A task allocated (sign 1) or given back (-1): its queue's allocated amount."""
-        job = ssn.jobs.get(task.job)
-        attr = self.queues.get(job.queue) if job is not None else None
+    def _allocated(self, task: TaskInfo) -> None:
+        """A task allocated: its queue's allocated amount grows (the share is recomputed
+        when next read)."""
+        attr = self._attr_of(task)
         if attr is not None:
-            change = task.resreq if sign > 0 else Resource() - task.resreq
-            attr.allocated = attr.allocated + change
-            attr.stale = True  # the share is recomputed when next read
+            attr.allocated = attr.allocated + task.resreq
+            attr.stale = True
+
+    def _deallocated(self, task: TaskInfo) -> None:
+        """A task given back: its queue's allocated amount shrinks."""
+        attr = self._attr_of(task)
+        if attr is not None:
+            attr.allocated = attr.allocated - task.resreq
+            attr.stale = True
+
+    def _attr_of(self, task: TaskInfo) -> QueueAttr | None:
+        job = self._jobs.get(task.job)
+        return self.queues.get(job.queue) if job is not None else None
 
     def _reclaim_victims(
         self, ssn: Session, reclaimer: TaskInfo, reclaimees: list[TaskInfo]

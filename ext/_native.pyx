@@ -387,14 +387,6 @@ def add_amounts(tuple intos, tuple parts):
             into[name] = into.get(name, 0) + <object>value
 
 
-def resource_merge(a, b, bint negate):
-    cdef type cls = type(a)
-    made = cls.__new__(cls)
-    made._values = _merged(a._values, b._values, negate)
-    made._hash = None
-    return made
-
-
 cdef dict _merged(dict base, dict other, bint negate):
     cdef dict merged = base.copy()
     cdef bint zero = False

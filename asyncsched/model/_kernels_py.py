@@ -25,7 +25,6 @@ from asyncsched.model._twins_objects import (
     free_cards,
     merge_amounts,
     nodes_current,
-    resource_merge,
     task_owners,
     within_limits,
 )
@@ -64,7 +63,6 @@ __all__ = [
     "nodes_current",
     "offset_rows",
     "picked",
-    "resource_merge",
     "resource_scores",
     "task_owners",
     "tree_refresh",

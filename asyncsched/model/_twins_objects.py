@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from operator import is_
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # the twins take the model's objects; the model imports the kernels
     from asyncsched.model.journal import Journal
@@ -24,7 +24,6 @@ __all__ = [
     "free_cards",
     "merge_amounts",
     "nodes_current",
-    "resource_merge",
     "task_owners",
     "within_limits",
 ]
@@ -44,25 +43,6 @@ def merge_amounts(base: dict[str, int], other: dict[str, int], negate: bool) -> 
     if zero:
         return {name: value for name, value in merged.items() if value}
     return merged
-
-
-class _Amounts(Protocol):
-    _values: dict[str, int]
-    _hash: int | None
-
-
-_A = TypeVar("_A", bound=_Amounts)
-
-
-def resource_merge(a: _A, b: _Amounts, negate: bool) -> _A:
-    """A new object of ``a``'s type (a Resource: slots ``_values`` and ``_hash``) holding
-    ``merge_amounts(a._values, b._values, negate)``, its hash not taken: Resource's ``+``
-    and ``-`` in one call (the native twin also makes the object in C)."""
-    kind = type(a)
-    made = kind.__new__(kind)  # object.__new__ refuses a compiled Resource
-    made._values = merge_amounts(a._values, b._values, negate)
-    made._hash = None
-    return made
 
 
 def add_amounts(intos: tuple[dict[str, int], ...], parts: tuple[dict[str, int], ...]) -> None:

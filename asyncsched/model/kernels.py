@@ -43,7 +43,6 @@ __all__ = [
     "nodes_current",
     "offset_rows",
     "picked",
-    "resource_merge",
     "resource_scores",
     "task_owners",
     "tree_refresh",
@@ -79,7 +78,6 @@ merge_amounts = _pure.merge_amounts
 nodes_current = _pure.nodes_current
 offset_rows = _pure.offset_rows
 picked = _pure.picked
-resource_merge = _pure.resource_merge
 resource_scores = _pure.resource_scores
 task_owners = _pure.task_owners
 binpack_rows = _pure.binpack_rows

@@ -5,6 +5,13 @@
 # README.md, "The compiled core", says what typed methods change). The interpreter never
 # reads this file.
 
+cimport cython
+
 cdef class Resource:
     cdef public object _hash
     cdef public object _values
+
+
+# + and - read both operands' amounts and make the answer as C structs.
+@cython.locals(a=Resource, b=Resource, made=Resource)
+cpdef Resource _merged(a, b, bint negate)

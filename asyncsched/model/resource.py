@@ -64,10 +64,10 @@ class Resource:
             return self  # immutable, so sharing is safe
         if not self._values:
             return other  # no zeros stored: nothing to drop
-        return kernels.resource_merge(self, other, False)
+        return _merged(self, other, False)
 
     def __sub__(self, other: Resource) -> Resource:
-        return kernels.resource_merge(self, other, True)
+        return _merged(self, other, True)
 
     def scale(self, factor: float) -> Resource:
         return Resource({k: int(v * factor) for k, v in self._values.items()})
@@ -119,6 +119,18 @@ class Resource:
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}: {format_units(k, v)}" for k, v in sorted(self._values.items()))
         return f"Resource({{{inner}}})"
+
+
+def _merged(a: Resource, b: Resource, negate: bool) -> Resource:
+    """A new Resource of ``a`` plus (minus, when ``negate``) ``b``, its hash not taken.
+
+    Compiled, ``resource.pxd`` types the three as Resource, so the amounts are read and the
+    answer made without a lookup by name: several of these run for every task placed.
+    """
+    made = Resource.__new__(Resource)
+    made._values = kernels.merge_amounts(a._values, b._values, negate)
+    made._hash = None
+    return made
 
 
 def _of(values: dict[str, int]) -> Resource:

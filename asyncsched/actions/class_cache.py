@@ -127,6 +127,8 @@ class ClassCache:
     results) share. Fit masks follow the node table's change log, so after a task is
     placed only that node's row is compared again, not every node."""
 
+    __slots__ = ("_columns", "block", "epoch", "failed", "fit", "size", "table", "trees")
+
     def __init__(self) -> None:
         self.table: NodeTable | None = None
         self.epoch = -1

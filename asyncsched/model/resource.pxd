@@ -13,5 +13,7 @@ cdef class Resource:
 
 
 # + and - read both operands' amounts and make the answer as C structs.
+@cython.locals(a=Resource, b=Resource)
+cpdef Resource _sum(a, b)
 @cython.locals(a=Resource, b=Resource, made=Resource)
 cpdef Resource _merged(a, b, bint negate)

@@ -60,11 +60,7 @@ class Resource:
         return not self._values
 
     def __add__(self, other: Resource) -> Resource:
-        if not other._values:
-            return self  # immutable, so sharing is safe
-        if not self._values:
-            return other  # no zeros stored: nothing to drop
-        return _merged(self, other, False)
+        return _sum(self, other)
 
     def __sub__(self, other: Resource) -> Resource:
         return _merged(self, other, True)
@@ -119,6 +115,15 @@ class Resource:
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}: {format_units(k, v)}" for k, v in sorted(self._values.items()))
         return f"Resource({{{inner}}})"
+
+
+def _sum(a: Resource, b: Resource) -> Resource:
+    """``a + b``; typed by ``resource.pxd`` when compiled, as ``_merged`` is."""
+    if not b._values:
+        return a  # immutable, so sharing is safe
+    if not a._values:
+        return b  # no zeros stored: nothing to drop
+    return _merged(a, b, False)
 
 
 def _merged(a: Resource, b: Resource, negate: bool) -> Resource:

@@ -79,6 +79,22 @@ class NodeOrderPlugin:
 
 
 class _Scorer:
+    __slots__ = (
+        "_affinity_cache",
+        "_classes",
+        "_epoch",
+        "_taint_cache",
+        "affinity",
+        "balanced",
+        "labels",
+        "least",
+        "most",
+        "pod_rules",
+        "soft_tainted",
+        "ssn",
+        "taint",
+    )
+
     def __init__(self, ssn: Session, weights: dict[str, int]) -> None:
         self.ssn = ssn
         self.least = weights["leastrequested.weight"]

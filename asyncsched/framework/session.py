@@ -19,7 +19,7 @@ the hooks that are a single call.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from asyncsched.framework.budget import SessionBudget
 from asyncsched.framework.conf import PluginOption, SchedulerConfiguration
@@ -280,10 +280,10 @@ class Session(SessionOrders, NodeScoring):
     def state(self, slot: Slot[T]) -> T:
         """This session's value of a module's slot (``asyncsched.framework.state``), made by
         ``slot.make()`` on first use."""
-        found = self._slots.get(slot)
+        found: T | None = self._slots.get(slot)  # not cast(): an interpreted call, per task
         if found is None:
             found = self._slots[slot] = slot.make()
-        return cast(T, found)
+        return found
 
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
         return self.queues.get(job.queue)

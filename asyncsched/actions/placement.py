@@ -32,8 +32,9 @@ from asyncsched.actions.class_cache import Failed, class_cache
 from asyncsched.actions.node_masks import best_index, insufficient_counts, insufficient_reason
 from asyncsched.framework import FitErrors, Session, Statement
 from asyncsched.framework.hooks import PREDICATE, BoolArray, IntArray
-from asyncsched.model import JobInfo, NodeInfo, TaskInfo, TaskStatus, kernels
+from asyncsched.model import JobInfo, NodeInfo, TaskStatus, kernels
 from asyncsched.model.node_table import Vector
+from asyncsched.model.task import TaskInfo  # from its own module: placement.pxd cimports it
 
 __all__ = [
     "Placement",
@@ -78,6 +79,18 @@ def find_node(
     the pod slot is checked (backfill of BestEffort pods). ``extra_failures``
     lets a caller narrow the nodes, e.g. to one hypernode, with a reason.
     """
+    return _find_node(ssn, task, pipeline, resources, extra_failures)
+
+
+def _find_node(
+    ssn: Session,
+    task: TaskInfo,
+    pipeline: bool,
+    resources: bool,
+    extra_failures: Sequence[tuple[str, BoolArray]],
+) -> Placement | None:
+    """``find_node`` with positional arguments: compiled, ``placement.pxd`` types its
+    locals, so the task's, table's and class caches' fields are read as C structs."""
     nodes = ssn.node_list
     n = len(nodes)
     table = ssn.table

@@ -272,7 +272,7 @@ class ProportionPlugin:
             return True
         # fits_where_requested(allocated + request, deserved, request) == [], without
         # building the sum: allocatable asks it once per task placed.
-        return request.within(attr.allocated, attr.deserved, ignore=PODS)
+        return request.within(attr.allocated, attr.deserved, PODS)
 
     def _enqueueable(self, ssn: Session, job: JobInfo) -> int:
         queue = ssn.queues.get(job.queue)

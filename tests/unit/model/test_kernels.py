@@ -266,7 +266,7 @@ def test_resource_sum_and_difference(base: dict[str, int], other: dict[str, int]
     hash(left)  # a taken hash must not be carried over to the answer
     for made, negate in ((left + right, False), (left - right, True)):
         expected = pure.merge_amounts(left._values, right._values, negate)
-        if base and other:
+        if negate or (base and other):  # + hands back an empty operand's partner
             assert made is not left and made is not right and made._hash is None
         assert type(made) is Resource and made == Resource(expected)
         assert list(made.items()) == list(expected.items())

@@ -30,20 +30,23 @@ class Walk:
     """Queues in queue order, each queue's jobs in job order; an entry taken out may be
     put back (it is then ordered by its standing at that moment).
 
-    With ``frozen`` (allocate, enqueue, backfill) a job's place is its standing when it
-    entered the walk, which is exact because only the job taken out changes; preempt and
-    reclaim evict from jobs still in the walk, and compare standings as they are now
-    (``asyncsched.framework.orderkeys``).
+    With ``frozen`` (allocate, enqueue, backfill) a job's or queue's place is its standing
+    when it entered the walk, which is exact because only the job taken out, and its
+    queue, change; preempt and reclaim evict from jobs still in the walk, and compare
+    standings as they are now (``asyncsched.framework.orderkeys``).
     """
 
     def __init__(self, ssn: Session, *, frozen: bool = True) -> None:
-        self._queue_key = ssn.queue_key()
+        queue_keyed = ssn.frozen_queue_key() if frozen else None
+        self._queue_key: Callable[[QueueInfo], Any] = queue_keyed or ssn.queue_key(frozen=False)
+        self._queue_tuples = queue_keyed is not None
+        """Queue entries are (key, counter, queue) tuples, compared without calling back."""
         keyed = ssn.frozen_job_key() if frozen else None
         self._job_key: Callable[[JobInfo], Any] = keyed or ssn.job_key(frozen=False)
         self._tuples = keyed is not None
         """Job entries are (key, counter, job) tuples, compared without calling back."""
         self._counter = itertools.count()
-        self._queues: list[HeapEntry] = []
+        self._queues: list[Any] = []
         self.jobs: dict[str, list[Any]] = {}
         """Per queue name, its jobs still to visit (a heap)."""
 
@@ -62,7 +65,13 @@ class Walk:
         self.push_job(job)
 
     def push_queue(self, queue: QueueInfo) -> None:
-        heapq.heappush(self._queues, HeapEntry(self._queue_key(queue), next(self._counter), queue))
+        entry: Any
+        key = self._queue_key(queue)
+        if self._queue_tuples:
+            entry = (key, next(self._counter), queue)
+        else:
+            entry = HeapEntry(key, next(self._counter), queue)
+        heapq.heappush(self._queues, entry)
 
     def push_job(self, job: JobInfo) -> None:
         entry: Any
@@ -75,7 +84,8 @@ class Walk:
 
     def pop_queue(self) -> QueueInfo:
         """The queue whose turn it is (it leaves the walk until pushed back)."""
-        queue: QueueInfo = heapq.heappop(self._queues).item
+        entry = heapq.heappop(self._queues)
+        queue: QueueInfo = entry[2] if self._queue_tuples else entry.item
         return queue
 
     def pop_job(self, queue: QueueInfo) -> JobInfo | None:
@@ -100,7 +110,8 @@ class Walk:
     def remaining_jobs(self) -> Iterator[JobInfo]:
         """The jobs of the queues still in the walk, in no particular order."""
         for entry in self._queues:
-            for job_entry in self.jobs.get(entry.item.name, ()):
+            queue: QueueInfo = entry[2] if self._queue_tuples else entry.item
+            for job_entry in self.jobs.get(queue.name, ()):
                 yield job_entry[2] if self._tuples else job_entry.item
 
     def ordered(self) -> Iterator[tuple[QueueInfo, JobInfo]]:

@@ -85,8 +85,23 @@ class SessionOrders(HookTable):
         keyed: Callable[[JobInfo], tuple[Any, ...]] | None = self._keyed(JOB_ORDER, _job_fallback)
         return keyed
 
-    def queue_key(self) -> Callable[[QueueInfo], OrderKey]:
-        return functools.partial(OrderKey, self.queue_order)
+    def queue_key(self, frozen: bool = True) -> Callable[[QueueInfo], Any]:
+        """A sort key that orders queues by queue_order (a tuple, or an OrderKey over keys
+        read at each comparison, when every queue-order plugin has a key, as for
+        ``job_key``; else an OrderKey over queue_order)."""
+        keyed = self.frozen_queue_key()
+        if keyed is None:
+            return functools.partial(OrderKey, self.queue_order)
+        if frozen:
+            return keyed
+        return functools.partial(OrderKey, live_before(keyed))
+
+    def frozen_queue_key(self) -> Callable[[QueueInfo], tuple[Any, ...]] | None:
+        """The queues' order as a tuple per queue, when every queue-order plugin has a key."""
+        keyed: Callable[[QueueInfo], tuple[Any, ...]] | None = self._keyed(
+            QUEUE_ORDER, _queue_fallback
+        )
+        return keyed
 
     def task_key(self) -> Callable[[TaskInfo], Any]:
         """A sort key that orders tasks by task_order (a tuple when every task-order plugin
@@ -131,6 +146,10 @@ class SessionOrders(HookTable):
 
 def _job_fallback(job: JobInfo) -> tuple[float, str]:
     return job.creation, job.uid
+
+
+def _queue_fallback(queue: QueueInfo) -> tuple[float, str]:
+    return queue.creation, queue.name
 
 
 def task_fallback(task: TaskInfo) -> tuple[bool, int, float, str]:

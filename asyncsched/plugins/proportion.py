@@ -33,7 +33,9 @@ from asyncsched.framework.hooks import (
     QUEUE_ORDER,
     RECLAIMABLE,
     SHARE_RECLAIMABLE,
+    QueueOrderFn,
 )
+from asyncsched.framework.orderkeys import KeyOrder
 from asyncsched.model import JobInfo, QueueInfo, Resource, TaskInfo
 from asyncsched.model.queue_tree import bounding_capability, queue_books
 from asyncsched.model.resource import CPU, MEMORY, PODS
@@ -178,7 +180,8 @@ class ProportionPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self._build(ssn)
-        ssn.add(QUEUE_ORDER, self.name, self._queue_order)
+        queue_order: QueueOrderFn = KeyOrder(self._queue_key)
+        ssn.add(QUEUE_ORDER, self.name, queue_order)
         ssn.add(OVERUSED, self.name, self._overused)
         ssn.add(ALLOCATABLE, self.name, self._allocatable)
         ssn.add(PREEMPTIVE, self.name, self._preemptive)
@@ -243,14 +246,12 @@ class ProportionPlugin:
                 victims.append(task)
         return victims
 
-    def _queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
-        if left.priority != right.priority:
-            return -1 if left.priority > right.priority else 1
-        ls = self.queues[left.name].share if left.name in self.queues else 0.0
-        rs = self.queues[right.name].share if right.name in self.queues else 0.0
-        if ls == rs:
-            return 0
-        return -1 if ls < rs else 1
+    def _queue_key(self, queue: QueueInfo) -> tuple[int, float]:
+        """Higher priority first, then the smaller share of deserved. A queue's share
+        changes only with its own jobs' allocations, so the key depends only on the
+        queue's own standing (``KeyOrder``'s condition)."""
+        attr = self.queues.get(queue.name)
+        return -queue.priority, attr.share if attr is not None else 0.0
 
     def _overused(self, queue: QueueInfo) -> bool:
         attr = self.queues.get(queue.name)

@@ -44,6 +44,9 @@ from asyncsched.model.status import READY
 
 __all__ = ["AllocateAction"]
 
+# Statuses as module names: cheaper to read compiled (asyncsched.model.status).
+_PENDING = TaskStatus.PENDING
+
 log = logging.getLogger(__name__)
 
 
@@ -126,7 +129,7 @@ class _Allocation:
                 # Gathered and ordered when the job's turn first comes (most wait, under a
                 # budget): until then only its own turns change its tasks, so they are the
                 # same tasks in the same order as now.
-                waiting = job.by_status.get(TaskStatus.PENDING)
+                waiting = job.by_status.get(_PENDING)
                 if not waiting or len(waiting) <= job.n_pending_best_effort:
                     continue
                 self.unordered.add(job.uid)
@@ -297,6 +300,6 @@ def _need_continue(job: JobInfo, failed_roles: dict[str, Any]) -> bool:
         return job.ready_task_num() + left >= job.min_available
     held: dict[str, int] = {}
     for task in job.tasks.values():
-        if task.status in READY or (task.best_effort and task.status is TaskStatus.PENDING):
+        if task.status in READY or (task.best_effort and task.status is _PENDING):
             held[task.role] = held.get(task.role, 0) + 1
     return all(held.get(role, 0) >= job.min_task_member.get(role, 0) for role in failed_roles)

@@ -29,6 +29,9 @@ from asyncsched.model import JobInfo, TaskInfo, TaskStatus
 
 __all__ = ["BackfillAction"]
 
+# Statuses as module names: cheaper to read compiled (asyncsched.model.status).
+_PENDING = TaskStatus.PENDING
+
 
 class BackfillAction:
     name: ClassVar[str] = "backfill"
@@ -79,7 +82,7 @@ def _pending_best_effort(ssn: Session) -> list[tuple[JobInfo, TaskInfo]]:
     walk = Walk(ssn)
     tasks: dict[str, list[TaskInfo]] = {}
     for job in ssn.active_jobs.values():
-        pending = job.by_status.get(TaskStatus.PENDING)
+        pending = job.by_status.get(_PENDING)
         if not pending:
             continue  # most jobs, in a burst: asked nothing else
         best_effort = [t for t in pending.values() if t.best_effort and not t.gated]

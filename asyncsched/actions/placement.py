@@ -43,6 +43,9 @@ __all__ = [
     "share_failure",
 ]
 
+# Statuses as module names: cheaper to read compiled (asyncsched.model.status).
+_PENDING = TaskStatus.PENDING
+
 
 class Placement:
     """The chosen node. ``fits_idle`` False means only future idle fits: pipeline, don't bind.
@@ -192,7 +195,7 @@ def place_best_effort_members(
     if held() >= job.min_available or not job.n_pending_best_effort:
         return None
     members = sorted(
-        (t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort and not t.gated),
+        (t for t in job.tasks_in(_PENDING) if t.best_effort and not t.gated),
         key=ssn.task_key(),
     )
     for task in members:

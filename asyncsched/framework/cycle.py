@@ -54,6 +54,17 @@ __all__ = [
     "run_session",
 ]
 
+# Statuses as module names: cheaper to read compiled (asyncsched.model.status).
+_ALLOCATED = TaskStatus.ALLOCATED
+_BINDING = TaskStatus.BINDING
+_BOUND = TaskStatus.BOUND
+_FAILED = TaskStatus.FAILED
+_PENDING = TaskStatus.PENDING
+_PIPELINED = TaskStatus.PIPELINED
+_RELEASING = TaskStatus.RELEASING
+_RUNNING = TaskStatus.RUNNING
+_SUCCEEDED = TaskStatus.SUCCEEDED
+
 log = logging.getLogger(__name__)
 
 UNSCHEDULABLE = GANG_UNSCHEDULABLE
@@ -274,7 +285,7 @@ def _report_jobs(ssn: Session) -> None:
         )
         # A job the budget left for the next session keeps its conditions and gets no
         # pending reasons; its phase (enqueue may have admitted it) is still written.
-        pending = job.tasks_in(TaskStatus.PENDING) if job.uid not in deferred else []
+        pending = job.tasks_in(_PENDING) if job.uid not in deferred else []
         # Tasks of the job that were not tried this session wait for the same reason as
         # the first one that was (Volcano gives every pending task the job's fit error).
         job_errors = next((e for t in pending if (e := ssn.fit_failures.get(t.uid))), None)
@@ -300,10 +311,10 @@ def _report_jobs(ssn: Session) -> None:
                 ssn.result.unschedulable.append(
                     TaskUnschedulable(task.uid, task.namespace, task.name, job.uid, message)
                 )
-        if job.uid not in deferred and job.by_status.get(TaskStatus.PIPELINED):
+        if job.uid not in deferred and job.by_status.get(_PIPELINED):
             # promised room that pods there are giving up: told so rather than left with
             # the reason it last did not fit (Volcano tells a pipelined task too)
-            for task in job.tasks_in(TaskStatus.PIPELINED):
+            for task in job.tasks_in(_PIPELINED):
                 ssn.result.unschedulable.append(
                     TaskUnschedulable(
                         task.uid, task.namespace, task.name, job.uid, PIPELINED_MESSAGE
@@ -345,9 +356,9 @@ def _settled(job: JobInfo) -> bool:
         not job.touched
         and job.phase != PodGroupPhase.PENDING
         and job.n_ready >= job.min_available
-        and not by_status.get(TaskStatus.PENDING)
-        and not by_status.get(TaskStatus.PIPELINED)
-        and not by_status.get(TaskStatus.ALLOCATED)
+        and not by_status.get(_PENDING)
+        and not by_status.get(_PIPELINED)
+        and not by_status.get(_ALLOCATED)
     )
 
 
@@ -365,12 +376,12 @@ def _held_by_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
 
 
 _PLACED = (
-    TaskStatus.ALLOCATED,
-    TaskStatus.BINDING,
-    TaskStatus.BOUND,
-    TaskStatus.RUNNING,
-    TaskStatus.FAILED,
-    TaskStatus.SUCCEEDED,
+    _ALLOCATED,
+    _BINDING,
+    _BOUND,
+    _RUNNING,
+    _FAILED,
+    _SUCCEEDED,
 )
 """Tasks a PodGroup's phase counts as scheduled: Volcano's ScheduledStatus, and those
 this session placed."""
@@ -384,13 +395,13 @@ def _podgroup_update(
 ) -> PodGroupUpdate | None:
     """The status the job's PodGroup should have, or None when it has it already (the
     usual case, so nothing is built for it). ``notices`` are plugins' own conditions."""
-    running = job.count((TaskStatus.RUNNING,))
-    succeeded = job.count((TaskStatus.SUCCEEDED,))
-    failed = job.count((TaskStatus.FAILED,))
+    running = job.count((_RUNNING,))
+    succeeded = job.count((_SUCCEEDED,))
+    failed = job.count((_FAILED,))
     unschedulable = condition is not None and condition.type == UNSCHEDULABLE
     # Volcano's getPodGroupPhase, but for the tasks placed this session: asyncsched counts
     # them at once (Running in the session that binds), Volcano once they are Bound.
-    releasing = job.by_status.get(TaskStatus.RELEASING)
+    releasing = job.by_status.get(_RELEASING)
     placed = job.count(_PLACED) + sum(1 for t in (releasing or {}).values() if t.node_name)
     if running and unschedulable:
         phase = PodGroupPhase.UNKNOWN

@@ -9,8 +9,6 @@ the shell. This is how a gang is tried and backed out; ``mark`` and
 
 from __future__ import annotations
 
-import enum
-
 from asyncsched.framework.results import Bind, Eviction, Nomination
 from asyncsched.framework.session import Session
 from asyncsched.model.gpu_claims import GpuClaim, claim_annotations
@@ -21,10 +19,16 @@ from asyncsched.model.task import TaskInfo
 __all__ = ["Statement"]
 
 
-class _Op(enum.Enum):
-    ALLOCATE = "allocate"
-    PIPELINE = "pipeline"
-    EVICT = "evict"
+# The kinds of logged step, and the statuses a step moves a task to, as module names:
+# compiled, a module name is read from a cache, while an Enum member is read through
+# EnumType's __getattr__ slot, at ~850 instructions a read, several times per task placed.
+_ALLOCATE = "allocate"
+_PIPELINE = "pipeline"
+_EVICT = "evict"
+_ALLOCATED = TaskStatus.ALLOCATED
+_PIPELINED = TaskStatus.PIPELINED
+_RELEASING = TaskStatus.RELEASING
+_BINDING = TaskStatus.BINDING
 
 
 class _Operation:
@@ -36,7 +40,7 @@ class _Operation:
 
     def __init__(
         self,
-        op: _Op,
+        op: str,
         task: TaskInfo,
         node: NodeInfo,
         previous: TaskStatus,
@@ -85,32 +89,30 @@ class Statement:
         """Place a pending task on a node with room for it now (and on the cards the
         session chooses, ``Session.choose_gpus``)."""
         # positional: a keyword costs the call a third more, once for every pod placed
-        op = _Operation(_Op.ALLOCATE, task, node, task.status, "", "", False, task.gpu_claim)
+        op = _Operation(_ALLOCATE, task, node, task.status, "", "", False, task.gpu_claim)
         self.operations.append(op)
-        self._move(task, node, TaskStatus.ALLOCATED, True)
+        self._move(task, node, _ALLOCATED, True)
         self.ssn.fire_allocate(task)
 
     def pipeline(self, task: TaskInfo, node: NodeInfo, nominate: bool = False) -> None:
         """Promise a task the room that releasing tasks on the node will free; ``nominate``
         (the room comes from evictions made for it) sets the pod's nominated node at commit."""
-        op = _Operation(
-            _Op.PIPELINE, task, node, task.status, nominate=nominate, claim=task.gpu_claim
-        )
+        op = _Operation(_PIPELINE, task, node, task.status, nominate=nominate, claim=task.gpu_claim)
         self.operations.append(op)
-        self._move(task, node, TaskStatus.PIPELINED, place=True)
+        self._move(task, node, _PIPELINED, place=True)
         self.ssn.fire_allocate(task)
 
     def evict(self, task: TaskInfo, reason: str, preemptor: TaskInfo | None = None) -> None:
         """Mark a running task for eviction; its resources become releasing."""
         node = self.ssn.nodes[task.node_name]
         by = preemptor.key if preemptor is not None else ""
-        self.operations.append(_Operation(_Op.EVICT, task, node, task.status, reason, by))
-        self._move(task, node, TaskStatus.RELEASING)
+        self.operations.append(_Operation(_EVICT, task, node, task.status, reason, by))
+        self._move(task, node, _RELEASING)
         self.ssn.fire_deallocate(task)
 
     def evictions(self) -> int:
         """How many evictions the statement holds."""
-        return sum(1 for op in self.operations if op.op is _Op.EVICT)
+        return sum(1 for op in self.operations if op.op is _EVICT)
 
     def mark(self) -> int:
         """A point to come back to with ``undo_to``."""
@@ -123,11 +125,11 @@ class Statement:
             task, node = op.task, op.node
             node.remove_task(task)
             self.ssn.jobs[task.job].update_task_status(task, op.previous)
-            if op.op is _Op.EVICT:
+            if op.op is _EVICT:
                 node.add_task(task)
                 self.ssn.fire_allocate(task)
             else:
-                if op.op is _Op.ALLOCATE:
+                if op.op is _ALLOCATE:
                     self.ssn.last_placements.record(task.uid, node.name)
                 if task.gpu_claim is not op.claim:
                     task.set_gpu_claim(op.claim)
@@ -150,23 +152,23 @@ class Statement:
         jobs, binds = self.ssn.jobs, result.binds
         for op in self.operations:
             task = op.task
-            if op.op is _Op.ALLOCATE:
+            if op.op is _ALLOCATE:
                 node = op.node
-                if task.status is TaskStatus.ALLOCATED and node.tasks.get(task.uid) is task:
+                if task.status is _ALLOCATED and node.tasks.get(task.uid) is task:
                     # Allocated and Binding sit on the node's books alike: move the
                     # task to the end of node.tasks (as remove/add would) without
                     # booking the same amounts out and in again.
-                    jobs[task.job].update_task_status(task, TaskStatus.BINDING)
+                    jobs[task.job].update_task_status(task, _BINDING)
                     node.requeue(task)
                 else:
                     node.remove_task(task)
-                    jobs[task.job].update_task_status(task, TaskStatus.BINDING)
+                    jobs[task.job].update_task_status(task, _BINDING)
                     node.add_task(task)
                 if task.gpu_claim is None:
                     binds.append(Bind(task.uid, task.namespace, task.name, node.name))
                 else:
                     binds.append(self._bind(task, node))
-            elif op.op is _Op.EVICT:
+            elif op.op is _EVICT:
                 self.ssn.evicted_from.add(task.job)
                 result.evictions.append(
                     Eviction(task.uid, task.namespace, task.name, op.reason, op.preemptor)

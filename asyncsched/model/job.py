@@ -13,6 +13,10 @@ from asyncsched.model.timestamps import parse_timestamp
 
 __all__ = ["JobInfo", "PodGroupPhase"]
 
+# Statuses as module names: cheaper to read compiled (asyncsched.model.status).
+_PENDING = TaskStatus.PENDING
+_PIPELINED = TaskStatus.PIPELINED
+
 
 class PodGroupPhase:
     """PodGroup phases as Volcano writes them."""
@@ -238,7 +242,7 @@ class JobInfo(Tracked):
             if status in ALLOCATED:
                 self.n_allocated += 1
                 self.allocated = self.allocated + task.resreq
-        elif status is TaskStatus.PENDING:
+        elif status is _PENDING:
             if task.best_effort:
                 self.n_pending_best_effort += 1
             elif task.pod.spec.scheduling_gates:
@@ -255,7 +259,7 @@ class JobInfo(Tracked):
             if status in ALLOCATED:
                 self.n_allocated -= 1
                 self.allocated = self.allocated - existing.resreq
-        elif status is TaskStatus.PENDING:
+        elif status is _PENDING:
             if existing.best_effort:
                 self.n_pending_best_effort -= 1
             elif self.n_pending_gated and existing.pod.spec.scheduling_gates:
@@ -330,30 +334,26 @@ class JobInfo(Tracked):
         if not self.n_pending_gated:
             return EMPTY
         total = EMPTY
-        for task in self.by_status.get(TaskStatus.PENDING, {}).values():
+        for task in self.by_status.get(_PENDING, {}).values():
             if task.gated_apart:
                 total = total + task.resreq
         return total
 
     def waiting_task_num(self) -> int:
-        return len(self.by_status.get(TaskStatus.PIPELINED, ()))
+        return len(self.by_status.get(_PIPELINED, ()))
 
     def valid_task_num(self) -> int:
         """Tasks that can still count toward the gang: all but Failed, Releasing and Unknown."""
         # READY is kept as a running count and is disjoint from Pending and Pipelined.
         by_status = self.by_status
-        return (
-            self.n_ready
-            + len(by_status.get(TaskStatus.PENDING, ()))
-            + len(by_status.get(TaskStatus.PIPELINED, ()))
-        )
+        return self.n_ready + len(by_status.get(_PENDING, ())) + len(by_status.get(_PIPELINED, ()))
 
     def pending_tasks(self) -> list[TaskInfo]:
-        return list(self.by_status.get(TaskStatus.PENDING, {}).values())
+        return list(self.by_status.get(_PENDING, {}).values())
 
     def ungated_pending_tasks(self) -> list[TaskInfo]:
         """Pending tasks without scheduling gates: those a session may place or preempt for."""
-        return [t for t in self.by_status.get(TaskStatus.PENDING, {}).values() if not t.gated]
+        return [t for t in self.by_status.get(_PENDING, {}).values() if not t.gated]
 
     def is_ready(self) -> bool:
         return self.ready_task_num() >= self.min_available

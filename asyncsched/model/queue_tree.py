@@ -45,6 +45,9 @@ __all__ = [
     "queue_books",
 ]
 
+# Statuses as module names: cheaper to read compiled (asyncsched.model.status).
+_PENDING = TaskStatus.PENDING
+
 ROOT = "root"
 """The queue at the top of every hierarchy; implicit when not declared."""
 UNBOUNDED = MAX_UNITS
@@ -83,7 +86,7 @@ def _job_books(job: JobInfo) -> _JobBooks:
     if holds:
         _accumulate(allocated, held)
         _accumulate(request, held)
-    pending = job.by_status.get(TaskStatus.PENDING)
+    pending = job.by_status.get(_PENDING)
     if pending:
         for task in pending.values():
             _accumulate(request, task.resreq)

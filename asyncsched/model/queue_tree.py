@@ -64,9 +64,9 @@ class QueueBooks:
     elastic: Resource = field(default_factory=Resource)
 
 
-def _accumulate(into: dict[str, int], amount: Resource | Mapping[str, int]) -> None:
-    items = amount.items()
-    for name, value in items:
+def _accumulate(into: dict[str, int], amount: Resource | dict[str, int]) -> None:
+    values = amount._values if isinstance(amount, Resource) else amount
+    for name, value in values.items():
         into[name] = into.get(name, 0) + value
 
 

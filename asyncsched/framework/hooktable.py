@@ -63,13 +63,11 @@ class HookTable:
         self._disabled: set[str] = set()
         self._runners: dict[Hook[Any], Callable[..., Any]] = {}
         self._modes = calls.Modes.from_environment()
-
-    @property
-    def shortcuts(self) -> bool:
+        self.shortcuts: bool = self._modes.shortcut
         """May the session skip calls whose answers it knows, keeping every decision?
         (Off with ``ASYNCSCHED_SHORTCUTS=0`` and in the call modes; see
-        ``asyncsched.framework.calls``.)"""
-        return self._modes.shortcut
+        ``asyncsched.framework.calls``.) A field, not a property: placement reads it for
+        every task, and the modes are fixed when the session is made."""
 
     def add(self, hook: Hook[F], plugin: str, fn: F) -> None:
         """Register ``fn`` as ``plugin``'s answer to ``hook``."""

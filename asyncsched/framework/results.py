@@ -79,9 +79,9 @@ class TaskUnschedulable:
     reason: str = UNSCHEDULABLE_REASON
 
 
-@dataclass(frozen=True)
-class PodGroupUpdate:
-    """The status a PodGroup should have after the session."""
+class PodGroupUpdate(msgspec.Struct, frozen=True):
+    """The status a PodGroup should have after the session. A frozen Struct, as ``Bind``
+    is: one is made for every job whose status moves."""
 
     job: str
     namespace: str

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator
 
 import msgspec
@@ -248,7 +247,7 @@ async def test_podgroup_statuses_wait_for_the_binds_unless_a_controller_acts_on_
     await create(kube.api, second, namespace)
     await _create_pods(kube, 5)
     running = _running(namespace, 3)
-    inqueue = dataclasses.replace(_running(namespace, 0), name="pg2", phase="Inqueue")
+    inqueue = msgspec.structs.replace(_running(namespace, 0), name="pg2", phase="Inqueue")
     began: list[str] = []
     async with _five_binds_on_the_way(kube, began) as writer:
         writer.podgroup(running, PodGroupStatus())
@@ -258,8 +257,8 @@ async def test_podgroup_statuses_wait_for_the_binds_unless_a_controller_acts_on_
 
     began.clear()
     async with _five_binds_on_the_way(kube, began) as writer:  # refused now: bound already
-        waiting = dataclasses.replace(inqueue, phase="Running", running=1)
+        waiting = msgspec.structs.replace(inqueue, phase="Running", running=1)
         current = writer.podgroup(waiting, PodGroupStatus()) or PodGroupStatus()
-        writer.podgroup(dataclasses.replace(inqueue, phase="Inqueue", running=2), current)
+        writer.podgroup(msgspec.structs.replace(inqueue, phase="Inqueue", running=2), current)
     assert began.index("pg2 Inqueue") < 5 and began.count("bind") == 5
     assert (writer.writes, writer.errors) == (1, 0), "the waiting status went with it"

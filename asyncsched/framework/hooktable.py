@@ -62,6 +62,7 @@ class HookTable:
         self._tiers_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self._disabled: set[str] = set()
         self._runners: dict[Hook[Any], Callable[..., Any]] = {}
+        self._has: dict[Hook[Any], bool] = {}
         self._modes = calls.Modes.from_environment()
         self.shortcuts: bool = self._modes.shortcut
         """May the session skip calls whose answers it knows, keeping every decision?
@@ -91,8 +92,12 @@ class HookTable:
         return [(plugin, cast(F, fn)) for tier in self._tiers(hook) for plugin, fn in tier]
 
     def has(self, hook: Hook[Any]) -> bool:
-        """Is any enabled plugin registered for ``hook``?"""
-        return any(self._tiers(hook))
+        """Is any enabled plugin registered for ``hook``? (Kept per hook, as the runners
+        are: placement asks it for every task.)"""
+        found = self._has.get(hook)
+        if found is None:
+            found = self._has[hook] = bool(self._tiers(hook))  # empty tiers are dropped
+        return found
 
     def call(self, hook: Hook[Any], *args: Any) -> Any:
         """The plugins' combined answer to ``hook``: its rule over the enabled callbacks,
@@ -163,9 +168,11 @@ class HookTable:
         if hook is None:
             self._tiers_cache.clear()
             self._runners.clear()
+            self._has.clear()
         else:
             self._tiers_cache.pop(hook.name, None)
             self._runners.pop(hook, None)
+            self._has.pop(hook, None)
 
     def _drop_callbacks(self) -> None:
         """Forget every callback and what was derived from them (``Session.close``)."""

@@ -236,7 +236,11 @@ class JobInfo(Tracked):
     def _count_in(self, task: TaskInfo) -> None:
         """Put a task just set in ``tasks`` into its status bucket and the counts."""
         status = task.status
-        self.by_status.setdefault(status, {})[task.uid] = task
+        by_status = self.by_status
+        bucket = by_status.get(status)
+        if bucket is None:
+            bucket = by_status[status] = {}
+        bucket[task.uid] = task
         if status in READY:
             self.n_ready += 1
             if status in ALLOCATED:

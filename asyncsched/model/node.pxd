@@ -8,6 +8,7 @@
 cimport cython
 from asyncsched.model.task cimport TaskInfo
 from asyncsched.model.journal cimport Tracked
+from asyncsched.model.node_table cimport NodeTable
 
 cdef class NodeInfo(Tracked):
     cdef public object gpu_use
@@ -24,11 +25,11 @@ cdef class NodeInfo(Tracked):
     cdef public object unschedulable
 
     # A task's fields read as struct members (as in job.pxd).
-    @cython.locals(task=TaskInfo)
+    @cython.locals(task=TaskInfo, table=NodeTable)
     cpdef add_task(self, task)
     @cython.locals(task=TaskInfo)
     cpdef _book_gpus(self, task)
-    @cython.locals(task=TaskInfo, booked=TaskInfo)
+    @cython.locals(task=TaskInfo, booked=TaskInfo, table=NodeTable)
     cpdef remove_task(self, task)
     @cython.locals(task=TaskInfo)
     cpdef requeue(self, task)

@@ -18,3 +18,7 @@ cdef class NodeTable:
     cdef public object pipelined
     cdef public object releasing
     cdef public object size
+
+    # Called for every task booked: as C calls from callers that type the table.
+    cpdef vector(self, resource, pods=*)
+    cpdef book(self, row, vec, sign, status_kind)

@@ -73,12 +73,7 @@ class SessionOrders(HookTable):
         the key is a tuple taken when it is made (``frozen``), or an OrderKey that
         compares keys read at each comparison; else an OrderKey over job_order.
         """
-        keyed = self.frozen_job_key()
-        if keyed is None:
-            return functools.partial(OrderKey, self.job_order)
-        if frozen:
-            return keyed
-        return functools.partial(OrderKey, live_before(keyed))
+        return _sort_key(self.frozen_job_key(), frozen, self.job_order)
 
     def frozen_job_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
         """The jobs' order as a tuple per job, when every job-order plugin has a key."""
@@ -89,12 +84,7 @@ class SessionOrders(HookTable):
         """A sort key that orders queues by queue_order (a tuple, or an OrderKey over keys
         read at each comparison, when every queue-order plugin has a key, as for
         ``job_key``; else an OrderKey over queue_order)."""
-        keyed = self.frozen_queue_key()
-        if keyed is None:
-            return functools.partial(OrderKey, self.queue_order)
-        if frozen:
-            return keyed
-        return functools.partial(OrderKey, live_before(keyed))
+        return _sort_key(self.frozen_queue_key(), frozen, self.queue_order)
 
     def frozen_queue_key(self) -> Callable[[QueueInfo], tuple[Any, ...]] | None:
         """The queues' order as a tuple per queue, when every queue-order plugin has a key."""
@@ -142,6 +132,20 @@ class SessionOrders(HookTable):
             return None
         keys = [(plugin, order.key) for (plugin, _), order in zip(pairs, orders, strict=True)]
         return tuple_key(keys, fallback, functools.partial(self._failed, hook))
+
+
+def _sort_key(
+    keyed: Callable[[Any], tuple[Any, ...]] | None,
+    frozen: bool,
+    before: Callable[[Any, Any], bool],
+) -> Callable[[Any], Any]:
+    """The keyed tuple (``frozen``), an OrderKey over keys read at each comparison, or,
+    without keys, an OrderKey over the comparison ``before``."""
+    if keyed is None:
+        return functools.partial(OrderKey, before)
+    if frozen:
+        return keyed
+    return functools.partial(OrderKey, live_before(keyed))
 
 
 def _job_fallback(job: JobInfo) -> tuple[float, str]:

@@ -1,7 +1,7 @@
 """Keyed orders order exactly as the plugins' comparisons do, and closed sessions free
 themselves.
 
-``Session.job_key``/``task_key`` hand out tuples when every order plugin has a key
+``Session.job_key``/``queue_key``/``task_key`` hand out tuples when every order plugin has a key
 (``asyncsched.framework.orderkeys``); the plain comparison path (``job_order`` through the
 hook's rule, the session's fallback) is the reference.
 """
@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from asyncsched.api import Node, Pod, PodGroup, PriorityClass
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.framework import Registry, Session, Statement, load_configuration, run_session
-from asyncsched.framework.hooks import JOB_ORDER
+from asyncsched.framework.hooks import JOB_ORDER, QUEUE_ORDER
 from asyncsched.framework.orderkeys import NO_OPINION, KeyOrder, OrderKey
-from asyncsched.model import JobInfo, TaskInfo
-from tests.builders import cache_of, node, pod, podgroup, priority_class
+from asyncsched.model import JobInfo, QueueInfo, TaskInfo
+from tests.builders import cache_of, node, pod, podgroup, priority_class, queue
 from tests.switches import shortcuts
 
 PLUGINS = ("priority", "gang", "drf")
@@ -140,6 +140,56 @@ def test_keyed_task_order_sorts_as_the_rule(
         tasks = list(job.tasks.values())
         expected = sorted(tasks, key=functools.cmp_to_key(cmp))
         assert sorted(tasks, key=ssn.task_key()) == expected
+
+
+QUEUES = st.lists(
+    st.tuples(
+        st.integers(1, 4),  # weight
+        st.integers(0, 2),  # priority
+        st.integers(0, 3),  # running pods of its one job
+        st.integers(0, 2),  # creation second
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(QUEUES, st.data())
+def test_keyed_queue_order_sorts_and_heaps_as_the_rule(
+    queues: list[tuple[int, int, int, int]], data: st.DataObject
+) -> None:
+    """proportion's queue order (priority, then the share of deserved) as a key: the same
+    order as the comparison, after allocations in the session moved some shares."""
+    objects: list[Any] = [node("n1", cpu="16", memory="64Gi")]
+    for i, (weight, priority, running, second) in enumerate(queues):
+        objects.append(
+            queue(f"q{i}", weight, priority=priority, created=f"2024-01-01T00:00:0{second}Z")
+        )
+        objects.append(podgroup(f"j{i}", 1, queue=f"q{i}"))
+        for r in range(running):
+            objects.append(pod(f"j{i}-r{r}", "1", "1Gi", group=f"j{i}", node_name="n1"))
+        objects.append(pod(f"j{i}-p0", "1", "1Gi", group=f"j{i}"))
+    ssn = _open(objects, _configuration(["priority", "gang"], ["drf", "proportion"]))
+    for job in data.draw(
+        st.lists(st.sampled_from(list(ssn.jobs.values())), max_size=3, unique_by=id)
+    ):
+        Statement(ssn).allocate(job.pending_tasks()[0], ssn.nodes["n1"])
+    items: list[QueueInfo] = [ssn.queues[f"q{i}"] for i in range(len(queues))]
+
+    def cmp(left: QueueInfo, right: QueueInfo) -> int:
+        return -1 if ssn.queue_order(left, right) else (1 if ssn.queue_order(right, left) else 0)
+
+    expected = [q.name for q in sorted(items, key=functools.cmp_to_key(cmp))]
+    frozen = ssn.frozen_queue_key()
+    assert frozen is not None
+    assert [q.name for q in sorted(items, key=frozen)] == expected
+    assert [q.name for q in sorted(items, key=ssn.queue_key(frozen=False))] == expected
+    heap = [(frozen(q), i, q) for i, q in enumerate(items)]
+    heapq.heapify(heap)
+    assert [heapq.heappop(heap)[2].name for _ in items] == expected
+    ssn.add(QUEUE_ORDER, "proportion", lambda left, right: 0)  # a comparison without a key
+    assert ssn.frozen_queue_key() is None
 
 
 def test_without_shortcuts_or_with_a_plugin_that_has_no_key_orders_go_through_the_rule() -> None:

@@ -64,18 +64,25 @@ class Walk:
         self.add_queue(queue)
         self.push_job(job)
 
+    # push_queue and push_job make their entries alike, each inline: one more call per
+    # push cost the sessions 0.6% of their instructions (callgrind).
     def push_queue(self, queue: QueueInfo) -> None:
-        entry = self._entry(self._queue_key(queue), self._queue_tuples, queue)
+        entry: Any
+        key = self._queue_key(queue)
+        if self._queue_tuples:
+            entry = (key, next(self._counter), queue)
+        else:
+            entry = HeapEntry(key, next(self._counter), queue)
         heapq.heappush(self._queues, entry)
 
     def push_job(self, job: JobInfo) -> None:
-        heapq.heappush(self.jobs[job.queue], self._entry(self._job_key(job), self._tuples, job))
-
-    def _entry(self, key: Any, plain: bool, item: Any) -> Any:
-        """A heap entry: a (key, counter, item) tuple for a keyed order, else a HeapEntry."""
-        if plain:
-            return (key, next(self._counter), item)
-        return HeapEntry(key, next(self._counter), item)
+        entry: Any
+        key = self._job_key(job)
+        if self._tuples:
+            entry = (key, next(self._counter), job)
+        else:
+            entry = HeapEntry(key, next(self._counter), job)
+        heapq.heappush(self.jobs[job.queue], entry)
 
     def pop_queue(self) -> QueueInfo:
         """The queue whose turn it is (it leaves the walk until pushed back)."""

@@ -173,7 +173,7 @@ async def watch_pods(client: KubeClient) -> None:
             "watch": "true", "resourceVersion": await _version(client),
             "allowWatchBookmarks": "true",
         }  # fmt: skip
-        async for _frame in client.stream_protobuf("/api/v1/pods", params, timeout=3600):
+        async for _frames in client.stream_protobuf("/api/v1/pods", params, timeout=3600):
             pass
 
 

@@ -9,7 +9,7 @@ Structs instead of generated models.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -23,6 +23,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
+from asyncsched.backends.kube.frames import FrameReader
 from asyncsched.backends.kube.protobuf import ENVELOPE, PROTOBUF_WATCH, ProtobufError, status_of
 
 __all__ = ["KubeClient", "KubeError", "connect"]
@@ -152,19 +153,30 @@ class KubeClient:
         self, path: str, params: dict[str, str], timeout: float
     ) -> AsyncIterator[bytes]:
         """The lines of a watch; ends when the server closes it or ``timeout`` passes."""
-        async for line in self._stream(path, params, timeout, "application/json", framed=False):
-            yield line
+        async with self._watching(path, params, timeout, "application/json") as content:
+            async for line in content:
+                if line.strip():
+                    yield line
 
     async def stream_protobuf(
         self, path: str, params: dict[str, str], timeout: float
-    ) -> AsyncIterator[bytes]:
-        """The frames of a protobuf watch (each a WatchEvent message, its length before it)."""
-        async for frame in self._stream(path, params, timeout, PROTOBUF_WATCH, framed=True):
-            yield frame
+    ) -> AsyncIterator[list[bytes]]:
+        """The frames of a protobuf watch (each a WatchEvent message), in the batches that
+        arrived together; ends when the server closes it or ``timeout`` passes."""
+        async with self._watching(path, params, timeout, PROTOBUF_WATCH) as content:
+            frames = FrameReader()
+            while chunk := await content.readany():
+                if batch := frames.feed(chunk):
+                    yield batch
+            if frames.partial:
+                raise KubeError(0, f"watch of {path} broke inside a frame")
 
-    async def _stream(
-        self, path: str, params: dict[str, str], timeout: float, accept: str, *, framed: bool
-    ) -> AsyncIterator[bytes]:
+    @contextlib.asynccontextmanager
+    async def _watching(
+        self, path: str, params: dict[str, str], timeout: float, accept: str
+    ) -> AsyncIterator[aiohttp.StreamReader]:
+        """A watch's body, read inside; a broken connection becomes KubeError and the
+        ``timeout`` passing ends the read quietly."""
         proxy, proxy_auth = self._proxy_for_host()
         try:
             async with self._session.get(
@@ -178,21 +190,7 @@ class KubeClient:
                 if response.status >= 300:
                     data = await response.read()
                     raise KubeError(response.status, *_refusal(data, response.reason))
-                content = response.content
-                if not framed:
-                    async for line in content:
-                        if line.strip():
-                            yield line
-                    return
-                while True:
-                    try:
-                        size = int.from_bytes(await content.readexactly(4), "big")
-                        frame = await content.readexactly(size)
-                    except asyncio.IncompleteReadError as exc:
-                        if exc.partial:
-                            raise KubeError(0, f"watch of {path} broke inside a frame") from None
-                        return
-                    yield frame
+                yield response.content
         except (aiohttp.ClientError, OSError) as exc:
             raise KubeError(0, f"watch of {path} broke: {exc}") from None
         except TimeoutError:

@@ -249,22 +249,23 @@ class Informer(Generic[T]):
         return version
 
     async def _watch_protobuf(self, params: dict[str, str], version: str) -> str:
-        async for frame in self.client.stream_protobuf(
+        async for frames in self.client.stream_protobuf(
             self.resource.path, params, timeout=self.watch_seconds + 30
         ):
-            try:
-                kind, start, stop = watch_event(frame)
-                if kind == "ERROR":
-                    raise KubeError(*status_of(frame, start, stop))
-            except ProtobufError:
-                log.warning("%s: unreadable watch frame skipped", self.resource.kind)
-                continue
-            version = self._event(
-                kind,
-                version,
-                functools.partial(_lenient_meta, frame, start, stop),
-                functools.partial(self._apply_protobuf, frame, start, stop),
-            )
+            for frame in frames:
+                try:
+                    kind, start, stop = watch_event(frame)
+                    if kind == "ERROR":
+                        raise KubeError(*status_of(frame, start, stop))
+                except ProtobufError:
+                    log.warning("%s: unreadable watch frame skipped", self.resource.kind)
+                    continue
+                version = self._event(
+                    kind,
+                    version,
+                    functools.partial(_lenient_meta, frame, start, stop),
+                    functools.partial(self._apply_protobuf, frame, start, stop),
+                )
         return version
 
     def _event(

@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""Compiled twin of ``read_message`` in asyncsched/backends/kube/protobuf.py (same
-answers, same errors).
+"""Compiled twins of ``read_message`` and ``watch_event`` in
+asyncsched/backends/kube/protobuf.py (same answers, same errors).
 
 Built into ``asyncsched._protowire`` by setup.py; imported only through that module,
 which hands over its error class and its text of a time with ``configure``.
@@ -219,3 +219,45 @@ def read_message(bytes buf, Py_ssize_t start, Py_ssize_t stop, dict message, dic
         raise _Error("a span outside the bytes")
     return _message(<const unsigned char*>buf, start, stop, size, message,
                     {} if into is None else into)
+
+
+cdef tuple _unwrap(const unsigned char* buf, Py_ssize_t start, Py_ssize_t stop, Py_ssize_t size):
+    cdef uint64_t number, value
+    cdef Py_ssize_t begin, end, pos
+    if start + 4 > size or buf[start] != 0x6B or buf[start + 1] != 0x38 \
+            or buf[start + 2] != 0x73 or buf[start + 3] != 0:  # b"k8s\x00"
+        raise _Error("not a Kubernetes protobuf object (no k8s envelope)")
+    pos = start + 4
+    while pos < stop:
+        pos = _next(buf, pos, stop, size, &number, &value, &begin, &end)
+        if number == 2:  # runtime.Unknown's raw
+            return begin, end
+    if pos != stop:
+        raise _Error("a number runs past the end of its message")
+    return stop, stop
+
+
+def watch_event(bytes frame):
+    """The type of a watch frame's event and the span of its object (unwrapped)."""
+    cdef const unsigned char* buf = <const unsigned char*>frame
+    cdef Py_ssize_t size = len(frame)
+    cdef Py_ssize_t pos = 0, inner_pos, begin, end, raw_begin, raw_end
+    cdef uint64_t number, inner, value
+    cdef object kind = ""
+    cdef tuple span = (0, 0)
+    while pos < size:
+        pos = _next(buf, pos, size, size, &number, &value, &begin, &end)
+        if number == 1:
+            kind = _text(buf, begin, end)
+        elif number == 2:
+            inner_pos = begin
+            while inner_pos < end:
+                inner_pos = _next(buf, inner_pos, end, size, &inner, &value,
+                                  &raw_begin, &raw_end)
+                if inner == 1:
+                    span = _unwrap(buf, raw_begin, raw_end, size)
+            if inner_pos != end:
+                raise _Error("a number runs past the end of its message")
+    if pos != size:
+        raise _Error("a number runs past the end of its message")
+    return kind, span[0], span[1]

@@ -43,6 +43,7 @@ __all__ = [
     "time_text",
     "unwrap",
     "watch_event",
+    "watch_event_py",
 ]
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -305,8 +306,10 @@ def unwrap(buf: bytes, start: int = 0, stop: int | None = None) -> tuple[int, in
     return stop, stop
 
 
-def watch_event(frame: bytes) -> tuple[str, int, int]:
-    """The type of a watch frame's event and the span of its object (unwrapped)."""
+def watch_event_py(frame: bytes) -> tuple[str, int, int]:
+    """The type of a watch frame's event and the span of its object (unwrapped).
+
+    ``watch_event`` is this, or its compiled twin: read for every pod update."""
     kind = ""
     start = stop = 0
     for number, _, begin, end in fields(frame, 0, len(frame)):
@@ -317,6 +320,11 @@ def watch_event(frame: bytes) -> tuple[str, int, int]:
                 if inner == 1:
                     start, stop = unwrap(frame, raw_begin, raw_end)
     return kind, start, stop
+
+
+watch_event: Callable[[bytes], tuple[str, int, int]] = (
+    _protowire.watch_event if COMPILED else watch_event_py
+)
 
 
 _STATUS: Message = {6: Field("code", INT), 3: Field("message")}

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from asyncsched.api import Pod
 from asyncsched.backends.kube import protobuf
 from asyncsched.backends.kube.client import _refusal
+from asyncsched.backends.kube.frames import FrameReader
 from asyncsched.backends.kube.pod_protobuf import POD
 from asyncsched.backends.kube.protobuf import (
     INLINE,
@@ -255,8 +256,54 @@ def test_the_compiled_reader_and_its_twin_agree_on_any_bytes(data: bytes) -> Non
     assert _outcome(native.read_message, data) == _outcome(read_message_py, data)
 
 
+@st.composite
+def _watch_frames(draw: st.DrawFn) -> bytes:
+    """WatchEvent encodings: a type, an object in its envelope (or not), extra fields,
+    now and then damaged as ``_messages`` damages them."""
+    pod = draw(_messages(POD))
+    unknown = _field(1, b"\x0a\x03Pod") + _field(2, pod) if draw(st.booleans()) else pod
+    bad = st.sampled_from([b"k8s", b"", b"k9s\x00"])
+    envelope = draw(bad) if draw(st.integers(0, 3)) == 3 else protobuf.ENVELOPE
+    raw = _field(1, envelope + unknown)
+    parts = [
+        _field(1, draw(st.sampled_from([b"ADDED", b"MODIFIED", b"\xff", b""]))),
+        _field(2, raw + draw(_messages({}))),
+        draw(_messages({})),
+    ]
+    out = bytearray(b"".join(draw(st.permutations(parts))))
+    if draw(st.integers(0, 4)) == 4 and out:
+        at = draw(st.integers(0, len(out) - 1))
+        out[at] = draw(st.integers(0, 255))
+        out = out[: draw(st.integers(0, len(out)))]
+    return bytes(out)
+
+
+def _event_outcome(reader: Any, frame: bytes) -> Any:
+    try:
+        return reader(frame)
+    except ProtobufError:
+        return ProtobufError
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_watch_frames(), st.binary(max_size=120)))
+def test_the_compiled_watch_event_and_its_twin_agree_on_any_frame(frame: bytes) -> None:
+    assert _event_outcome(native.watch_event, frame) == _event_outcome(
+        protobuf.watch_event_py, frame
+    )
+
+
+def test_the_recorded_watch_stream_reads_alike_in_both_twins() -> None:
+    frames = FrameReader().feed((FIXTURES / "watch-pods.pb").read_bytes())
+    read = [native.watch_event(frame) for frame in frames]
+    assert read == [protobuf.watch_event_py(frame) for frame in frames]
+    assert {kind for kind, _, _ in read} >= {"ADDED"}
+    assert all(stop > start for _, start, stop in read)
+
+
 def test_the_compiled_reader_serves_unless_the_twins_are_asked_for() -> None:
     assert protobuf.COMPILED and protobuf.read_message is native.read_message
+    assert protobuf.watch_event is native.watch_event
 
 
 def test_bytes_that_are_not_utf8_read_as_the_json_would_show_them() -> None:

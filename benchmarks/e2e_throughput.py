@@ -364,6 +364,21 @@ def cpu_seconds(pid: int | None) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid: int | None) -> dict[str, float]:
+    """user+system CPU of the process's main thread and of its other threads (those alive
+    now): in asyncsched, the main thread runs the event loop (binds, watches, snapshots)
+    and the others the sessions."""
+    split = {"main thread": 0.0, "other threads": 0.0}
+    if pid is None:
+        return split
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            which = "main thread" if stat.parent.name == str(pid) else "other threads"
+            split[which] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return split
+
+
 def runqueue_wait_seconds(pid: int | None) -> float:
     """Seconds the process's threads (those alive now) have waited on a run queue, ready
     to run with no core free: on shared cores, what the others' work cost this one in time
@@ -1005,6 +1020,7 @@ async def measure_precreated(
 
     def first_bound() -> None:
         at_first_bind.update(bed_cpu(bed), scheduler=cpu_seconds(scheduler.pid))
+        at_first_bind.update(thread_cpu_seconds(scheduler.pid))
         waits_at_first_bind.update(bed_waits(bed, scheduler))
         if isinstance(scheduler, AsyncSched):
             scheduler.start_profile(f"precreated-g{gang}")
@@ -1031,6 +1047,7 @@ async def measure_precreated(
         except TimeoutError:
             log(f"timed out: {watch.bound_count} bound")
         cpu = cpu_seconds(scheduler.pid)  # from the process's start: its first listing too
+        threads = thread_cpu_seconds(scheduler.pid)
         at_last_bind = bed_cpu(bed)
         waits = bed_waits(bed, scheduler)
         waited = {k: round(v - waits_at_first_bind.get(k, v), 2) for k, v in waits.items()}
@@ -1055,6 +1072,9 @@ async def measure_precreated(
             "bed_cpu_seconds": served,
             "window_cpu_seconds": in_window,
             "window_runqueue_wait_seconds": waited,
+            "window_scheduler_threads_cpu_seconds": {
+                k: round(v - at_first_bind.get(k, v), 2) for k, v in threads.items()
+            },
             "machine_cpu_ms_per_pod": (
                 round(sum(in_window.values()) / len(bound) * 1000, 3) if bound else None
             ),

@@ -963,6 +963,23 @@ def bed_state(bed: Testbed) -> dict[str, float]:
     return state
 
 
+def machine_pace_ms() -> float:
+    """CPU ms that one fixed piece of Python work takes in this process now (best of three).
+
+    The work is the same every time, so a larger figure means a slower machine, not more
+    work: on a shared host the same binds have cost every process of the bed 1.5 times the
+    CPU seconds minutes apart. Read as a run starts (the bed settled) and at its last bind,
+    so a run that met another machine than its round's binder runs can be told."""
+    best = float("inf")
+    for _ in range(3):
+        began = time.process_time()
+        total = 0
+        for i in range(200_000):
+            total += i * i % 7
+        best = min(best, time.process_time() - began)
+    return round(best * 1000, 2)
+
+
 async def settle(bed: Testbed, idle_cores: float = 0.6, longest: float = 120.0) -> float:
     """Wait until the control plane is about idle (its 1,000 nodes' lease renewals alone use
     ~0.4 core here): the previous run's aftermath (KWOK's backlog of pod status writes, the
@@ -1033,6 +1050,7 @@ async def measure_precreated(
         if isinstance(scheduler, CommandScheduler):
             scheduler.namespace = namespace
         result["load_before"] = [round(x, 2) for x in os.getloadavg()]
+        result["machine_pace_ms_before"] = machine_pace_ms()
         result["bed_mb_before"] = bed_state(bed)
         writes_before = await api_writes(client)
         reads_before = await api_writes(client, READ_VERBS)
@@ -1048,6 +1066,7 @@ async def measure_precreated(
             log(f"timed out: {watch.bound_count} bound")
         cpu = cpu_seconds(scheduler.pid)  # from the process's start: its first listing too
         threads = thread_cpu_seconds(scheduler.pid)
+        pace_at_last_bind = machine_pace_ms()
         at_last_bind = bed_cpu(bed)
         waits = bed_waits(bed, scheduler)
         waited = {k: round(v - waits_at_first_bind.get(k, v), 2) for k, v in waits.items()}
@@ -1079,6 +1098,7 @@ async def measure_precreated(
                 round(sum(in_window.values()) / len(bound) * 1000, 3) if bound else None
             ),
             "load_after": [round(x, 2) for x in os.getloadavg()],
+            "machine_pace_ms_at_last_bind": pace_at_last_bind,
         })  # fmt: skip
         if gang > 1:
             result["seconds_last_bind_to_podgroups_running"] = await podgroups_running(

@@ -3,9 +3,9 @@
 Kubernetes writes each watch event as a 4-byte big-endian length, then that many bytes
 (``k8s.io/apimachinery/pkg/util/framer``). Reading each length and each frame with its own
 ``readexactly`` cost about 2 µs a frame more than this in aiohttp's stream (two awaits,
-a join and a copy of the chunk's rest each), and a burst's pod watch carries two or three
-frames a pod; here one chunk is read with one await and all the frames it completes come
-out together.
+a join and a copy of the chunk's rest each; benchmarks/watch_frames.py), and every pod of
+a burst comes back through the watch when it is bound and again when it runs; here one
+chunk is read with one await and all the frames it completes come out together.
 """
 
 from __future__ import annotations

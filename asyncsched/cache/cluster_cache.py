@@ -217,7 +217,7 @@ class ClusterCache:
             and previous.priority == task.priority
             and previous.pod.spec.priority == task.pod.spec.priority
             and previous.pod.spec.priority_class_name == task.pod.spec.priority_class_name
-            and _task_priority_note(previous) == _task_priority_note(task)
+            and _read_notes(previous) == _read_notes(task)
             and booking_of(previous.status) == booking_of(task.status)
         ):
             return False
@@ -508,7 +508,11 @@ def _pod_key(pod: Pod) -> str:
     return f"{pod.metadata.namespace}/{pod.metadata.name}"
 
 
-def _task_priority_note(task: TaskInfo) -> str | None:
-    """The pod's ``volcano.sh/task-priority``: a snapshot reads the task's priority from it
-    when it copies the task, so a change of it is no restatement."""
-    return task.pod.metadata.annotations.get(TASK_PRIORITY_ANNOTATION)
+def _read_notes(task: TaskInfo) -> tuple[str | None, str | None]:
+    """The pod's annotations a snapshot reads into its copies: ``volcano.sh/task-priority``
+    (the task's priority) and ``scheduling.volcano.sh/queue-name`` (a lone pod's job's
+    queue). A change of either is no restatement: a snapshot then checks nothing of a lone
+    job made current in place but that its task's copy was not replaced
+    (``JobCopies._same_lone_job``)."""
+    notes = task.pod.metadata.annotations
+    return notes.get(TASK_PRIORITY_ANNOTATION), notes.get(QUEUE_NAME_ANNOTATION)

@@ -108,27 +108,41 @@ class JobCopies:
         ):
             return None
         if pg is None:
-            if not self._same_lone_job(old, entry):
+            if not self._same_lone_job(key, old, entry):
                 return None
         else:
             kept = handed.templates.get(key)
             if kept is None or self._template(key, pg) is not kept.job:
                 return None  # new gang rules (or a new priority): a copy from the new template
-        if any(task_key in task_keys for task_key in entry.tasks) and not self._resorted(
-            key, old, entry
-        ):
+        copied_again = (
+            not task_keys.isdisjoint(entry.tasks)
+            if isinstance(task_keys, set)
+            else any(task_key in task_keys for task_key in entry.tasks)
+        )
+        if copied_again and not self._resorted(key, old, entry):
             return None
         old.reset_to(
             PodGroupPhase.INQUEUE if pg is None else (pg.status.phase or PodGroupPhase.PENDING), pg
         )
         return old
 
-    def _same_lone_job(self, old: JobInfo, entry: JobEntry) -> bool:
-        """Would ``_lone_job`` make a job with ``old``'s fields from this entry now?"""
-        if not entry.lone_pod or not entry.tasks or old.podgroup is not None:
-            return False
-        held = (old.name, old.namespace, old.queue, old.priority, old.priority_class, old.creation)
-        return held == self._lone_fields(next(iter(entry.tasks.values())))
+    def _same_lone_job(self, key: str, old: JobInfo, entry: JobEntry) -> bool:
+        """Would ``_lone_job`` make a job with ``old``'s fields from this entry now?
+
+        Yes unless this build replaced its task's copy (``replaced_jobs``; such a job is
+        copied anew anyway, ``_resorted``): the task in the cache is then the very object
+        ``old`` was made or last checked from, since every build that changes a job's task
+        copies or refreshes that job. Such a task's pod changes only by
+        ``ClusterCache._restated``, which keeps the name, namespace, creation, priority,
+        priority class and the annotations a lone job reads (its queue, the task's
+        priority). The fields are not read again: that walks a pod per job per snapshot.
+        """
+        return (
+            entry.lone_pod
+            and bool(entry.tasks)
+            and old.podgroup is None
+            and key not in self.replaced_jobs
+        )
 
     def _lone_fields(self, task: TaskInfo) -> tuple[str, str, str, int, str, float]:
         """What a lone pod's job takes from its pod: name, namespace, queue, priority,
@@ -159,6 +173,8 @@ class JobCopies:
         if key in self.replaced_jobs:
             return False
         held, same = old.tasks, operator.is_
+        if len(held) == 1:
+            return self._resorted_one(old, entry)
         if not all(map(same, held, entry.tasks)):
             return False
         buckets = [(status, bucket) for status, bucket in old.by_status.items() if bucket]
@@ -186,6 +202,35 @@ class JobCopies:
         old.n_allocated = n if counts_allocated else 0
         old.n_pending_best_effort = best_effort if status is TaskStatus.PENDING else 0
         old.n_pending_gated = gated if status is TaskStatus.PENDING else 0
+        return True
+
+    def _resorted_one(self, old: JobInfo, entry: JobEntry) -> bool:
+        """``_resorted`` for a job of one task (every lone pod's), the same questions
+        without their loops."""
+        ((key, _),) = old.tasks.items()
+        if key is not next(iter(entry.tasks)):
+            return False
+        found: dict[str, TaskInfo] | None = None
+        for bucket in old.by_status.values():
+            if bucket:
+                if found is not None:
+                    return False
+                found = bucket
+        if found is None or len(found) != 1 or next(iter(found)) is not key:
+            return False
+        task = found[key]
+        status = task.status
+        counts_allocated = status in ALLOCATED
+        waiting = status is TaskStatus.PENDING and not counts_allocated
+        old.by_status = {status: found}
+        old.allocated = Resource() + task.resreq if counts_allocated else Resource()
+        old.n_ready = 1 if status in READY else 0
+        old.n_allocated = 1 if counts_allocated else 0
+        best_effort = waiting and task.best_effort
+        old.n_pending_best_effort = 1 if best_effort else 0
+        old.n_pending_gated = (
+            1 if waiting and not best_effort and task.pod.spec.scheduling_gates else 0
+        )
         return True
 
     def _template(self, key: str, pg: PodGroup) -> JobInfo:

@@ -40,9 +40,11 @@ NAMES = ("a", "b", "c", "d", "e", "f")
 
 def _version(draw: st.DrawFn) -> Pod:
     name = draw(st.sampled_from(NAMES))
+    cpu = draw(st.sampled_from(["1", "1", "2", ""]))  # "": no requests, a best-effort pod
     built = pod(
         name,
-        cpu=draw(st.sampled_from(["1", "1", "2"])),
+        cpu=cpu,
+        memory="1Gi" if cpu else "",
         group=draw(st.sampled_from([None, "g", "g", "h"])),
         node_name=draw(st.sampled_from(["", *NODES])),
         phase=draw(st.sampled_from(["Pending", "Running", "Running", "Succeeded", "Failed"])),
@@ -334,3 +336,32 @@ def test_a_gate_added_or_removed_in_place_recounts_the_jobs_gated_tasks() -> Non
         assert snapshot_differences(snapshot, cache.trial_snapshot()) == []
         kept, job = snapshot.jobs["default/g"] is job, snapshot.jobs["default/g"]
     assert kept  # the last copies were made current in place (``_resorted``)
+
+
+def test_a_waiting_lone_pod_restated_keeps_its_jobs_counts() -> None:
+    """A lone pod still waiting (best-effort, gated, or neither) whose pod changes in place
+    keeps its job made current in place, counted as a fresh copy would count it."""
+    gate = [PodSchedulingGate(name="example.com/q")]
+    cases = {
+        "be": (pod("be", cpu="", memory=""), {"n_pending_best_effort": 1}),
+        "gated": (pod("gated", scheduling_gates=gate), {"n_pending_gated": 1}),
+        "plain": (pod("plain"), {}),
+    }
+    cache = _fresh()
+    for made, _ in cases.values():
+        cache.upsert_pod(made)
+    first = cache.snapshot()
+    for made, _ in cases.values():
+        key = f"default/{made.metadata.name}"
+        task = cache.tasks[key]
+        meta = msgspec.structs.replace(made.metadata, annotations={"note": "x"})
+        cache.upsert_pod(msgspec.structs.replace(made, metadata=meta))
+        assert cache.tasks[key] is task  # restated: the cache's own task object
+    second = cache.snapshot()
+    assert snapshot_differences(second, cache.trial_snapshot()) == []
+    for name, (_, counts) in cases.items():
+        job = second.jobs[f"default/{name}"]
+        assert job is first.jobs[f"default/{name}"]
+        assert job.tasks[f"default/{name}"].pod.metadata.annotations == {"note": "x"}
+        for field in ("n_pending_best_effort", "n_pending_gated", "n_ready", "n_allocated"):
+            assert getattr(job, field) == counts.get(field, 0), (name, field)

@@ -31,6 +31,13 @@ binds per second this machine's API server, etcd and KWOK can take, and every fi
 given as a fraction of the mean of the two (``--rounds N`` repeats it all, each round read
 against its own binder runs, since the ceiling moves with the machine's load; plain pods
 and PodGroups swap places every other round, as the bed slows while runs pile up).
+``--ceiling-between`` also runs the binder between every two other runs, and each run is
+then read against the binder runs just before and after it, the nearest readings of a
+ceiling that moves from run to run (benchmarks/ceiling_reading.py has the figures). Each
+run is also read at the pace KWOK's CPU per pod shows (``fraction_of_ceiling_at_kwok_pace``;
+ceiling_reading.py says why, and what that reading cannot see), the processes' context
+switches in the window are counted (``window_context_switches``: voluntary, involuntary),
+and its binds are counted per second (``binds_by_second``: slow throughout, or stalled).
 ``--binder-events`` and ``--binder-watch`` also measure the binder posting a Scheduled Event
 per bind, or holding one pod watch open as every scheduler does: what each of those costs
 the bed, read against the same ceiling. ``--binder-burn MS`` also measures it spending MS of
@@ -61,9 +68,10 @@ the API server sent by the last bind, by resource (``watch_sent_by_last_bind``),
 seconds from the last bind until every PodGroup shows Running.
 
 With ``--precreate``, ``--lone N`` first measures each scheduler (not the minimal binder,
-which does not watch) on the idle cluster: started on its own, one uncounted pod bound to
-know it is ready, then N pods created one at a time, each timed from creation to bound as
-the watch sees it (``--pods 0``: the lone pods only).
+which does not watch) on the idle cluster: started on its own once the bed is about idle
+(the previous burst's aftermath done, as before a burst), one uncounted pod bound to know
+it is ready, then N pods created one at a time, each timed from creation to bound as the
+watch sees it (``--pods 0``: the lone pods only).
 
 asyncsched runs from this checkout (``--source DIR``: another copy), or with
 ``--installed`` from the package installed for this Python, refused in one line if that
@@ -95,8 +103,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import ceiling_reading  # benchmarks/: this script's folder is first on sys.path
 import msgspec
-import target  # benchmarks/target.py: this script's folder is first on sys.path
+import target
 import yaml
 
 ROOT = target.ROOT
@@ -125,6 +134,7 @@ from tests.e2e.scheduler_proc import (  # noqa: E402
 from tests.e2e.testbed import Testbed  # noqa: E402
 
 CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+BINDER = ceiling_reading.BINDER
 NODE_PREFIX = "kwok-node-"
 
 
@@ -395,6 +405,38 @@ def runqueue_wait_seconds(pid: int | None) -> float:
 def bed_waits(bed: Testbed, scheduler: Scheduler) -> dict[str, float]:
     waits = {name: runqueue_wait_seconds(comp.pid) for name, comp in bed.components.items()}
     return {**waits, "scheduler": runqueue_wait_seconds(scheduler.pid)}
+
+
+def context_switches(pid: int | None) -> tuple[int, int]:
+    """Voluntary and involuntary context switches of the process's threads (those alive
+    now): a thread that blocks, and one the kernel took a core from."""
+    counts = [0, 0]
+    if pid is None:
+        return (0, 0)
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            for line in status.read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches"):
+                    counts[0] += int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches"):
+                    counts[1] += int(line.split()[1])
+    return (counts[0], counts[1])
+
+
+def bed_switches(bed: Testbed, scheduler: Scheduler) -> dict[str, tuple[int, int]]:
+    found = {name: context_switches(comp.pid) for name, comp in bed.components.items()}
+    return {**found, "scheduler": context_switches(scheduler.pid)}
+
+
+def binds_by_second(bound: Sequence[float]) -> list[int]:
+    """Binds in each whole second from the first (the last second partial): whether a slow
+    run was slow throughout or stalled."""
+    if not bound:
+        return []
+    counts = [0] * (int(bound[-1] - bound[0]) + 1)
+    for at in bound:
+        counts[int(at - bound[0])] += 1
+    return counts
 
 
 WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
@@ -804,11 +846,17 @@ async def one_pod(
 
 
 async def measure_lone(
-    client: KubeClient, scheduler: Scheduler, args: argparse.Namespace, run: str
+    client: KubeClient,
+    scheduler: Scheduler,
+    args: argparse.Namespace,
+    run: str,
+    bed: Testbed | None = None,
 ) -> dict[str, Any]:
     """Lone pods on the idle cluster, the scheduler started for them: ``--lone`` pods created
     one at a time, each waited for, timed from creation to bound as the watch sees them. A
-    first pod, not counted, waits until the scheduler has listed the cluster and binds."""
+    first pod, not counted, waits until the scheduler has listed the cluster and binds.
+    With a ``bed``, the scheduler starts once the bed is about idle (``settle``): after a
+    burst, KWOK's backlog of status writes and the namespace sweep run for a minute or more."""
     namespace = f"bench-{run}"
     await new_namespace(client, namespace)
     result: dict[str, Any] = {
@@ -822,6 +870,8 @@ async def measure_lone(
     watcher = asyncio.create_task(watch.run())
     try:
         await asyncio.sleep(0.5)  # the watch is open
+        if bed is not None:
+            result["seconds_settling"] = await settle(bed)
         if isinstance(scheduler, CommandScheduler):
             scheduler.namespace = namespace
         scheduler.start()
@@ -1034,11 +1084,13 @@ async def measure_precreated(
     watch.expected = args.pods
     at_first_bind: dict[str, float] = {}
     waits_at_first_bind: dict[str, float] = {}
+    switches_at_first_bind: dict[str, tuple[int, int]] = {}
 
     def first_bound() -> None:
         at_first_bind.update(bed_cpu(bed), scheduler=cpu_seconds(scheduler.pid))
         at_first_bind.update(thread_cpu_seconds(scheduler.pid))
         waits_at_first_bind.update(bed_waits(bed, scheduler))
+        switches_at_first_bind.update(bed_switches(bed, scheduler))
         if isinstance(scheduler, AsyncSched):
             scheduler.start_profile(f"precreated-g{gang}")
 
@@ -1070,6 +1122,10 @@ async def measure_precreated(
         at_last_bind = bed_cpu(bed)
         waits = bed_waits(bed, scheduler)
         waited = {k: round(v - waits_at_first_bind.get(k, v), 2) for k, v in waits.items()}
+        switched = {
+            k: [now - then for now, then in zip(v, switches_at_first_bind.get(k, v), strict=True)]
+            for k, v in bed_switches(bed, scheduler).items()
+        }
         served = {k: round(v - served_before.get(k, 0.0), 1) for k, v in at_last_bind.items()}
         in_window = {**at_last_bind, "scheduler": cpu}
         in_window = {k: round(v - at_first_bind.get(k, v), 2) for k, v in in_window.items()}
@@ -1091,6 +1147,7 @@ async def measure_precreated(
             "bed_cpu_seconds": served,
             "window_cpu_seconds": in_window,
             "window_runqueue_wait_seconds": waited,
+            "window_context_switches": switched,
             "window_scheduler_threads_cpu_seconds": {
                 k: round(v - at_first_bind.get(k, v), 2) for k, v in threads.items()
             },
@@ -1099,6 +1156,7 @@ async def measure_precreated(
             ),
             "load_after": [round(x, 2) for x in os.getloadavg()],
             "machine_pace_ms_at_last_bind": pace_at_last_bind,
+            "binds_by_second": binds_by_second(bound),
         })  # fmt: skip
         if gang > 1:
             result["seconds_last_bind_to_podgroups_running"] = await podgroups_running(
@@ -1173,7 +1231,7 @@ async def run_precreated(bed: Testbed, args: argparse.Namespace) -> dict[str, An
                 run = f"{stamp}-r{round_}-{i}-{label}-g{gang}"  # part of a namespace's name
                 if args.lone and gang == 1 and not scheduler.name.startswith("minimal"):
                     try:
-                        figures = await measure_lone(client, scheduler, args, f"{run}-lone")
+                        figures = await measure_lone(client, scheduler, args, f"{run}-lone", bed)
                         measured.append({**figures, "round": round_})
                     finally:
                         await clean_namespace(client, f"bench-{run}-lone")
@@ -1184,9 +1242,18 @@ async def run_precreated(bed: Testbed, args: argparse.Namespace) -> dict[str, An
                     measured.append({**figures, "round": round_})
                 finally:
                     await clean_namespace(client, f"bench-{run}")
-            _read_against_ceiling(measured)
+            ceiling_reading.read_against_ceiling(measured)
             runs += measured
-        return {"nodes_ready": nodes_ready, "runs": runs, "fractions": _fractions(runs)}
+        found = {
+            "fractions": ceiling_reading.fractions(runs),
+            "fractions_at_kwok_pace": ceiling_reading.fractions(
+                runs, "fraction_of_ceiling_at_kwok_pace"
+            ),
+        }
+        for reading, per_scheduler in found.items():
+            for key, values in per_scheduler.items():
+                log(f"{key}: {reading} {values}")
+        return {"nodes_ready": nodes_ready, "runs": runs, **found}
     finally:
         await client.close()
 
@@ -1196,7 +1263,7 @@ def _round_plans(
 ) -> list[tuple[Scheduler, int]]:
     plans: list[tuple[Scheduler, int]] = []
     if args.ceiling:
-        plans.append((minimal_binder(bed, "minimal-binder"), 1))
+        plans.append((minimal_binder(bed, BINDER), 1))
     if args.binder_events:
         plans.append((minimal_binder(bed, "minimal-binder", events=True), 1))
     if args.binder_watch:
@@ -1218,9 +1285,25 @@ def _round_plans(
         for gang in _shapes(args, round_):
             log_path = bed.dir / f"asyncsched-r{round_}-gang{gang}.log"
             plans.append((AsyncSched(kubeconfig, log_path, args.scheduler_name, profile), gang))
+    if args.ceiling_between:
+        plans = _binder_between(bed, plans)
     if args.ceiling and len(plans) > 1:
-        plans.append((minimal_binder(bed, "minimal-binder"), 1))
+        plans.append((minimal_binder(bed, BINDER), 1))
     return plans
+
+
+def _binder_between(
+    bed: Testbed, plans: list[tuple[Scheduler, int]]
+) -> list[tuple[Scheduler, int]]:
+    """The minimal binder between every two runs that are not the binder's, so each is
+    read against the binder runs on either side of it, the nearest in time, rather than
+    against a round's first and last, up to ten minutes away."""
+    spaced: list[tuple[Scheduler, int]] = []
+    for plan in plans:
+        if spaced and spaced[-1][0].name != BINDER and plan[0].name != BINDER:
+            spaced.append((minimal_binder(bed, BINDER), 1))
+        spaced.append(plan)
+    return spaced
 
 
 def _shapes(args: argparse.Namespace, round_: int) -> list[int]:
@@ -1229,35 +1312,6 @@ def _shapes(args: argparse.Namespace, round_: int) -> list[int]:
     as runs pile up."""
     shapes = ([] if args.gang_only else [1]) + ([args.gang] if args.gang > 1 else [])
     return shapes[::-1] if round_ % 2 else shapes
-
-
-def _read_against_ceiling(measured: list[dict[str, Any]]) -> None:
-    """Each figure of one round as a fraction of the mean of that round's binder runs."""
-    rates = [
-        figures["throughput_pods_per_s"]
-        for figures in measured
-        if figures["scheduler"] == "minimal-binder" and "throughput_pods_per_s" in figures
-    ]
-    if not rates or not all(rates):
-        return
-    ceiling = sum(rates) / len(rates)
-    for figures in measured:
-        if "throughput_pods_per_s" in figures:
-            figures["ceiling_pods_per_s"] = round(ceiling, 1)
-            figures["fraction_of_ceiling"] = round(figures["throughput_pods_per_s"] / ceiling, 3)
-
-
-def _fractions(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
-    """Per scheduler and shape, its fraction of the ceiling in each round."""
-    found: dict[str, list[float]] = {}
-    for figures in runs:
-        if "fraction_of_ceiling" in figures and figures["scheduler"] != "minimal-binder":
-            qps = f"-qps{figures['kube_api_qps']}" if "kube_api_qps" in figures else ""
-            key = f"{figures['scheduler']}{qps}-g{figures['gang']}"
-            found.setdefault(key, []).append(figures["fraction_of_ceiling"])
-    for key, values in found.items():
-        log(f"{key}: fractions of the ceiling {values}")
-    return found
 
 
 async def run_all(bed: Testbed, args: argparse.Namespace) -> dict[str, Any]:
@@ -1326,6 +1380,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --precreate: first measure benchmarks/minimal_binder.py, which decides nothing",
     )
+    parser.add_argument("--ceiling-between", action="store_true",
+                        help="with --ceiling: the binder also runs between every two other "
+                             "runs, each read against the binder runs either side of "
+                             "it")  # fmt: skip
     parser.add_argument("--binder-events", action="store_true",
                         help="with --precreate: also measure the minimal binder posting "
                              "a Scheduled Event per bind")  # fmt: skip
@@ -1363,6 +1421,8 @@ def main(argv: list[str] | None = None) -> int:
                              "--precreate: from the first bind to the last, the window its "
                              "rate is read over)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.ceiling_between and not args.ceiling:
+        parser.error("--ceiling-between needs --ceiling")
     if args.precreate and args.external is True:
         parser.error("--precreate needs --external CMD (the command that runs the scheduler)")
     if args.installed and args.source.resolve() != ROOT:

@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BINDER", "fractions", "kwok_ms_per_pod", "read_against_ceiling"]
+__all__ = ["BINDER", "fractions", "kwok_ms_per_pod", "read_against_ceiling", "readings", "reread"]
 
 BINDER = "minimal-binder"
 
@@ -99,15 +99,21 @@ def fractions(
     return found
 
 
+def readings(runs: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """Both readings of runs already read against their binder runs, per scheduler and
+    shape: ``fractions`` and ``fractions_at_kwok_pace``."""
+    return {
+        "fractions": fractions(runs),
+        "fractions_at_kwok_pace": fractions(runs, "fraction_of_ceiling_at_kwok_pace"),
+    }
+
+
 def reread(report: dict[str, Any]) -> dict[str, Any]:
     """A saved report's runs read again round by round."""
     runs = [dict(r) for r in report.get("runs", []) if r.get("protocol") == "precreated"]
     for round_ in sorted({r.get("round", 0) for r in runs}):
         read_against_ceiling([r for r in runs if r.get("round", 0) == round_])
-    return {
-        "fractions": fractions(runs),
-        "fractions_at_kwok_pace": fractions(runs, "fraction_of_ceiling_at_kwok_pace"),
-    }
+    return readings(runs)
 
 
 def main(argv: list[str]) -> int:

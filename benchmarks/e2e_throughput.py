@@ -850,13 +850,13 @@ async def measure_lone(
     scheduler: Scheduler,
     args: argparse.Namespace,
     run: str,
-    bed: Testbed | None = None,
+    bed: Testbed,
 ) -> dict[str, Any]:
     """Lone pods on the idle cluster, the scheduler started for them: ``--lone`` pods created
     one at a time, each waited for, timed from creation to bound as the watch sees them. A
     first pod, not counted, waits until the scheduler has listed the cluster and binds.
-    With a ``bed``, the scheduler starts once the bed is about idle (``settle``): after a
-    burst, KWOK's backlog of status writes and the namespace sweep run for a minute or more."""
+    The scheduler starts once the bed is about idle (``settle``): after a burst, KWOK's
+    backlog of status writes and the namespace sweep run for a minute or more."""
     namespace = f"bench-{run}"
     await new_namespace(client, namespace)
     result: dict[str, Any] = {
@@ -870,8 +870,7 @@ async def measure_lone(
     watcher = asyncio.create_task(watch.run())
     try:
         await asyncio.sleep(0.5)  # the watch is open
-        if bed is not None:
-            result["seconds_settling"] = await settle(bed)
+        result["seconds_settling"] = await settle(bed)
         if isinstance(scheduler, CommandScheduler):
             scheduler.namespace = namespace
         scheduler.start()
@@ -1244,12 +1243,7 @@ async def run_precreated(bed: Testbed, args: argparse.Namespace) -> dict[str, An
                     await clean_namespace(client, f"bench-{run}")
             ceiling_reading.read_against_ceiling(measured)
             runs += measured
-        found = {
-            "fractions": ceiling_reading.fractions(runs),
-            "fractions_at_kwok_pace": ceiling_reading.fractions(
-                runs, "fraction_of_ceiling_at_kwok_pace"
-            ),
-        }
+        found = ceiling_reading.readings(runs)
         for reading, per_scheduler in found.items():
             for key, values in per_scheduler.items():
                 log(f"{key}: {reading} {values}")

@@ -14,6 +14,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -666,6 +667,99 @@ async def test_job_suspend_and_resume_from_the_command_line(env: Env) -> None:
     assert {p["metadata"]["name"] for p in pods} == {"pausable-worker-0", "pausable-worker-1"}
     phase = (await env.job("pausable"))["status"]["state"]["phase"]
     assert phase != "Aborted", "resumed"
+
+
+CRONJOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/cronjobs"
+
+
+def _cronjob(name: str, schedule: str, task: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    template = {
+        "metadata": {"labels": {"made-by": name}},
+        "spec": {"schedulerName": "volcano", "tasks": [task]},
+    }
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "CronJob",
+        "metadata": {"name": name},
+        "spec": {"schedule": schedule, "jobTemplate": template, **spec},
+    }  # fmt: skip
+
+
+async def _made_by(env: Env, cron: str) -> list[dict[str, Any]]:
+    return await env.items(JOBS, f"made-by={cron}")
+
+
+async def test_a_cronjob_makes_a_job_on_schedule_and_forbid_keeps_it_alone(env: Env) -> None:
+    """A Volcano CronJob (Volcano 1.13) with ``@every 5s``: its Job appears, named for the
+    scheduled minute and owned by it; while that Job's pods are held, Forbid makes no other
+    and says why on the CronJob; the CRD filled in its defaults."""
+    cron = _cronjob("tick", "@every 5s", _task("a", 1, held=env.ns), concurrencyPolicy="Forbid")
+    made = await request(env.kube.api, "POST", CRONJOBS.format(ns=env.ns), cron)
+    assert made["spec"]["successfulJobsHistoryLimit"] == 3
+    assert made["spec"]["failedJobsHistoryLimit"] == 1
+
+    async def listed() -> bool:
+        status = (await env.get(CRONJOBS + "/tick")).get("status", {})
+        return bool(status.get("active")) and bool(status.get("lastScheduleTime"))
+
+    await env.wait(listed, 30, "the CronJob to list the Job it made")
+    (job,) = await _made_by(env, "tick")
+    status = (await env.get(CRONJOBS + "/tick"))["status"]
+    assert [a["uid"] for a in status["active"]] == [job["metadata"]["uid"]]
+    (owner,) = job["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("CronJob", "tick", True)
+    assert owner["uid"] == made["metadata"]["uid"]
+    minute = job["metadata"]["name"].rsplit("-", 1)[1]
+    stamp = job["metadata"]["annotations"]["volcano.sh/cronjob-scheduled-timestamp"]
+    assert stamp == status["lastScheduleTime"]
+    assert int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()) // 60 == int(
+        minute
+    )
+    await env.wait_pods(job["metadata"]["name"], 1)
+
+    async def forbidden() -> bool:
+        events = await env.items("/api/v1/namespaces/{ns}/events")
+        return any(
+            e["involvedObject"]["name"] == "tick" and e["reason"] == "ForbidConcurrent"
+            for e in events
+        )
+
+    await env.wait(forbidden, 40, "Forbid to skip a run while the Job's pod is held")
+    assert len(await _made_by(env, "tick")) == 1
+
+
+async def test_a_finished_run_leaves_active_and_sets_last_successful_time(env: Env) -> None:
+    cron = _cronjob("once", "@every 5s", _task("a", 1), concurrencyPolicy="Forbid", suspend=False)
+    await request(env.kube.api, "POST", CRONJOBS.format(ns=env.ns), cron)
+
+    async def succeeded() -> bool:
+        status = (await env.get(CRONJOBS + "/once")).get("status", {})
+        return bool(status.get("lastSuccessfulTime")) and not status.get("active")
+
+    await env.wait(succeeded, 60, "a run to complete and leave the CronJob's active list")
+    jobs = await _made_by(env, "once")
+    assert jobs and all(j["status"]["state"]["phase"] == "Completed" for j in jobs)
+    # The history is pruned by the controller, never below the default limit of 3 Completed.
+    assert len(jobs) <= 3
+
+
+async def test_cronjobs_volcano_refuses_are_refused_with_their_reason(env: Env) -> None:
+    cases = {
+        "bad-schedule": (_cronjob("bad", "* * *", _task("a", 1)), "not a valid cron expression"),
+        "tz-in-schedule": (
+            _cronjob("tz", "TZ=UTC 0 * * * *", _task("a", 1)),
+            "must not contain TZ",
+        ),
+        "zone": (
+            _cronjob("zone", "0 * * * *", _task("a", 1), timeZone="Mars/Olympus"),
+            "not a zone of the tz database",
+        ),
+        "long-name": (_cronjob("c" * 53, "0 * * * *", _task("a", 1)), "52 characters or less"),
+    }
+    for case, (cron, message) in cases.items():
+        with pytest.raises(ApiException) as refused:
+            await request(env.kube.api, "POST", CRONJOBS.format(ns=env.ns), cron)
+        assert message in str(refused.value.reason), (case, refused.value.reason)
+    assert await env.items(CRONJOBS) == []
 
 
 HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"

@@ -31,6 +31,9 @@ EXPECTED_CRDS = {
     "jobs.batch.volcano.sh": (
         "batch.volcano.sh", "v1alpha1", "Job", "Namespaced", ["vcjob", "vj"], True
     ),
+    "cronjobs.batch.volcano.sh": (
+        "batch.volcano.sh", "v1alpha1", "CronJob", "Namespaced", ["cronvcjob", "cronvj"], True
+    ),
     "podgroups.scheduling.volcano.sh": (
         "scheduling.volcano.sh", "v1beta1", "PodGroup", "Namespaced",
         ["pg", "podgroup-v1beta1"], False,
@@ -554,7 +557,7 @@ def test_helm_generates_a_webhook_certificate_the_configurations_trust() -> None
         x509.DNSName
     )
     hooks = [o for (kind, _), o in rendered.items() if kind.endswith("WebhookConfiguration")]
-    assert len(hooks) == 4
+    assert len(hooks) == 5
     for config in hooks:
         (hook,) = config["webhooks"]
         assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]

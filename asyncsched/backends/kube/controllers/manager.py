@@ -21,9 +21,11 @@ from asyncsched.api import PodGroup, Queue
 from asyncsched.api.batch import Job
 from asyncsched.api.bus import Command
 from asyncsched.api.core import Pod, PriorityClass
+from asyncsched.api.cronjob import CronJob
 from asyncsched.backends.kube.client import KubeClient
 from asyncsched.backends.kube.controllers.admission_view import AdmissionView
 from asyncsched.backends.kube.controllers.apply import Applier
+from asyncsched.backends.kube.controllers.cronjobs import CronJobController
 from asyncsched.backends.kube.controllers.groups import PlainPodGroupController, ReplicaSet
 from asyncsched.backends.kube.controllers.hypernodes import (
     DISCOVERY_CONFIG,
@@ -57,9 +59,15 @@ __all__ = ["ControllerManager", "ControllerMetrics", "ControllerOptions"]
 log = logging.getLogger(__name__)
 
 JOBS = ResourceKind("Job", "/apis/batch.volcano.sh/v1alpha1/jobs", Job)
+CRONJOBS = ResourceKind(
+    "CronJob", "/apis/batch.volcano.sh/v1alpha1/cronjobs", CronJob, optional=True
+)
 COMMANDS = ResourceKind("Command", "/apis/bus.volcano.sh/v1alpha1/commands", Command, optional=True)
 REPLICA_SETS = ResourceKind("ReplicaSet", "/apis/apps/v1/replicasets", ReplicaSet)
-_API_VERSIONS = {**API_VERSIONS, **{k.kind: k.api_version for k in (JOBS, COMMANDS, REPLICA_SETS)}}
+_API_VERSIONS = {
+    **API_VERSIONS,
+    **{k.kind: k.api_version for k in (JOBS, CRONJOBS, COMMANDS, REPLICA_SETS)},
+}
 K = TypeVar("K")
 R = TypeVar("R")
 
@@ -119,7 +127,8 @@ class ControllerMetrics:
 
 
 class ControllerManager:
-    """One controllers replica: the Job, PodGroup and Queue controllers and the webhook."""
+    """One controllers replica: the Job, CronJob, PodGroup and Queue controllers and the
+    webhook."""
 
     def __init__(self, client: KubeClient, options: ControllerOptions) -> None:
         self.client = client
@@ -127,6 +136,7 @@ class ControllerManager:
         self.metrics = ControllerMetrics()
         self.events = StatusWriter(client, options.identity)
         self.jobs: Store[Job] = Store()
+        self.cronjobs: Store[CronJob] = Store()
         self.pods = PodStore()
         self.podgroups = PodGroupStore()
         self.queues: Store[Queue] = Store()
@@ -150,6 +160,7 @@ class ControllerManager:
             lambda: {pc.metadata.name: pc.value for pc in self.priority_classes},
             Applier(client, self.pods, self.events), self.bad_object,
         )  # fmt: skip
+        self.cron_controller = CronJobController(client, self.cronjobs, self.jobs, self.events)
         self.group_controller = PlainPodGroupController(
             client, self.pods, self.replica_sets, frozenset(options.scheduler_names)
         )
@@ -158,6 +169,7 @@ class ControllerManager:
         self.discovery = HyperNodeDiscovery(client, self._warn_config)
         self.informers: list[Informer[Any]] = [
             self._informer(JOBS, self._job_upsert, self._job_delete),
+            self._informer(CRONJOBS, self._cronjob_upsert, self.cronjobs.delete),
             self._informer(PODS, self._pod_upsert, self._pod_delete),
             self._informer(PODGROUPS, self._podgroup_upsert, self._podgroup_delete),
             self._informer(QUEUES, self._queue_upsert, self.queues.delete),
@@ -188,9 +200,18 @@ class ControllerManager:
     def _job_upsert(self, job: Job) -> None:
         old = self.jobs.upsert(job)
         self.job_controller.job_changed(old, job)
+        if old is None or old.status.state.phase != job.status.state.phase:
+            self.cron_controller.job_changed(job)  # its CronJob looks only at the phase
 
     def _job_delete(self, namespace: str, name: str) -> None:
-        self.jobs.delete(namespace, name)
+        old = self.jobs.delete(namespace, name)
+        if old is not None:
+            self.cron_controller.job_changed(old)
+
+    def _cronjob_upsert(self, cron: CronJob) -> None:
+        old = self.cronjobs.upsert(cron)
+        if old is None or old.metadata.resource_version != cron.metadata.resource_version:
+            self.cron_controller.cronjob_changed(cron)
 
     def _pod_upsert(self, pod: Pod) -> None:
         old = self.pods.upsert(pod)
@@ -290,6 +311,8 @@ class ControllerManager:
             for _ in range(max(opts.workers, 1)):
                 tasks.append(asyncio.create_task(self._work("job", jc.queue, jc.handle)))
             tasks.append(asyncio.create_task(self._work("podgroup", gc.queue, gc.handle)))
+            cc = self.cron_controller
+            tasks.append(asyncio.create_task(self._work("cronjob", cc.queue, cc.handle)))
             tasks.append(asyncio.create_task(self._work("queue", qc.queue, qc.handle)))
             if opts.discovery_config:
                 dc = self.discovery
@@ -328,6 +351,7 @@ class ControllerManager:
         self.leading.set()
         self.metrics.leader.set(1)
         self.job_controller.resync_all()
+        self.cron_controller.resync_all()
         self.group_controller.resync_all()
         self.queue_controller.resync_all()
         self.discovery.resync_all()

@@ -3,7 +3,8 @@
 Volcano's paths and names, so its webhook configurations point here unchanged
 but for the Service: ``/jobs/validate`` and ``/jobs/mutate`` (see
 :mod:`.job_review`), ``/queues/validate`` and ``/queues/mutate`` (see
-:mod:`.queue_review`). This module only routes requests to those reviews.
+:mod:`.queue_review`), ``/cronjobs/validate`` (see :mod:`.cronjob_review`). This
+module only routes requests to those reviews.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from asyncsched.backends.kube.controllers import job_review, queue_review
+from asyncsched.backends.kube.controllers import cronjob_review, job_review, queue_review
 
 __all__ = ["serve_webhook"]
 
@@ -31,7 +32,7 @@ async def serve_webhook(
     count: Callable[[str, str], None],
 ) -> web.AppRunner:
     """Serve the webhooks on ``host:port`` over TLS; ``count`` is told each verdict
-    (``jobs`` or ``queues``, and e.g. ``validate-denied``)."""
+    (``jobs``, ``queues`` or ``cronjobs``, and e.g. ``validate-denied``)."""
 
     async def handle(request: web.Request) -> web.Response:
         resource, kind = request.match_info["resource"], request.match_info["kind"]
@@ -42,6 +43,8 @@ async def serve_webhook(
         body = body if isinstance(body, dict) else {}
         if resource == "jobs":
             answer = await job_review.review(kind, body, job_queues)
+        elif resource == "cronjobs":
+            answer = cronjob_review.review(body)
         else:
             answer = await queue_review.review(kind, body, queues)
         allowed = answer["response"]["allowed"]
@@ -59,6 +62,7 @@ async def serve_webhook(
     app.add_routes(
         [
             web.post("/{resource:jobs|queues}/{kind:validate|mutate}", handle),
+            web.post("/{resource:cronjobs}/{kind:validate}", handle),
             web.get("/healthz", healthz),
         ]
     )

@@ -12,6 +12,7 @@ import msgspec
 
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim import Simulation, load_input, summarize
+from asyncsched.backends.sim.cronjobs import check_ends
 from asyncsched.backends.sim.fields import seconds_problem
 from asyncsched.backends.sim.simulation import SimEvent
 from asyncsched.backends.sim.source import STDIN
@@ -155,6 +156,7 @@ def _simulate(args: argparse.Namespace) -> int:
         loaded = load_input(files)
         manifests, warnings = loaded.manifests, loaded.warnings
         config = ConfigSource(Registry(), args.config)
+    check_ends(manifests, until)
     for warning in [*warnings, *config.current.configuration.warnings]:
         print(f"asyncsched: warning: {warning}", file=sys.stderr)
     out = _events_out(args.events)

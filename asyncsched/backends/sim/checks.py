@@ -31,6 +31,7 @@ from asyncsched.api import (
     Queue,
 )
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
+from asyncsched.api.cronjob import CronJob
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.api.policy import PodDisruptionBudget, pdb_problems
 from asyncsched.api.queue_rules import queue_problems, queue_tree_problems
@@ -44,6 +45,8 @@ from asyncsched.backends.sim.fields import (
     template_metadata,
 )
 from asyncsched.backends.sim.objects import Deployment, Manifest, SimObject
+from asyncsched.controllers.cron import template_job
+from asyncsched.controllers.cron.admission import cronjob_problems
 from asyncsched.controllers.job import validate
 from asyncsched.controllers.podgroup import QUEUE_NAME_ANNOTATION
 from asyncsched.model.hypernodes import HyperNodeTree
@@ -81,15 +84,20 @@ def check_object(obj: SimObject, where: str) -> None:
         problems += pdb_problems(obj)
     elif isinstance(obj, Pod):
         problems += _gate_problems(obj)
+    elif isinstance(obj, CronJob):
+        problems += cronjob_problems(obj)
     if problems:
         raise ManifestError(f"{where}: " + "; ".join(problems))
     if isinstance(obj, Pod):
         pod_annotations_check(obj.metadata.annotations, where)
-    elif isinstance(obj, Job):
-        for i, task in enumerate(obj.spec.tasks):
-            meta = _template_metadata(task.template, f"spec.tasks[{i}].template", where)
-            at = f"{where}: spec.tasks[{i}].template.metadata"
-            pod_annotations_check(meta.annotations, at)
+    elif isinstance(obj, Job | CronJob):
+        job, prefix = (
+            (obj, "") if isinstance(obj, Job) else (template_job(obj), "spec.jobTemplate.")
+        )
+        for i, task in enumerate(job.spec.tasks):
+            at = f"{prefix}spec.tasks[{i}].template"
+            meta = _template_metadata(task.template, at, where)
+            pod_annotations_check(meta.annotations, f"{where}: {at}.metadata")
     elif isinstance(obj, Deployment):
         _check_deployment(obj, where)
     elif isinstance(obj, Command):
@@ -199,10 +207,14 @@ def check_workloads(manifests: Sequence[Manifest]) -> list[str]:
     for m in manifests:
         notes += _check_priority_classes(m, classes)
         notes += _check_queue_names(m, queues)
-        if isinstance(m.obj, Job):
-            problems = validate(m.obj, queues, queue_children=children)
+        if isinstance(m.obj, Job | CronJob):
+            job = m.obj if isinstance(m.obj, Job) else template_job(m.obj)
+            problems = validate(job, queues, queue_children=children)
             if problems:
-                raise ManifestError(f"{m.source}: refused by admission: " + "; ".join(problems))
+                made = "" if isinstance(m.obj, Job) else "the Jobs it makes would be "
+                raise ManifestError(
+                    f"{m.source}: {made}refused by admission: " + "; ".join(problems)
+                )
         elif isinstance(m.obj, Command) and m.obj.target is not None:
             target = m.obj.target
             known = (
@@ -311,6 +323,9 @@ def _priority_class_names(obj: SimObject) -> list[tuple[str, str]]:
     if isinstance(obj, PodGroup):
         return [("spec.priorityClassName", obj.spec.priority_class_name)]
     templates: list[tuple[str, Any]] = []
+    if isinstance(obj, CronJob):
+        named = _priority_class_names(template_job(obj))
+        return [(f"spec.jobTemplate.{field}", name) for field, name in named]
     if isinstance(obj, Job):
         found = [("spec.priorityClassName", obj.spec.priority_class_name)]
         tasks = enumerate(obj.spec.tasks)

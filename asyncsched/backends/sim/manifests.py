@@ -28,6 +28,7 @@ from asyncsched.api import (
     Queue,
 )
 from asyncsched.api.core import ConfigMap
+from asyncsched.api.cronjob import CronJob
 from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
 from asyncsched.backends.sim.caveats import caveats, with_volcano_defaults
@@ -75,6 +76,7 @@ _KINDS: dict[tuple[str, str], type[Any]] = {
     ("scheduling.volcano.sh/v1beta1", "Queue"): Queue,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
     ("batch.volcano.sh/v1alpha1", "Job"): Job,
+    ("batch.volcano.sh/v1alpha1", "CronJob"): CronJob,
     ("bus.volcano.sh/v1alpha1", "Command"): Command,
     ("apps/v1", "Deployment"): Deployment,
     ("v1", "Service"): Service,
@@ -83,9 +85,10 @@ _KINDS: dict[tuple[str, str], type[Any]] = {
     ("policy/v1", "PodDisruptionBudget"): PodDisruptionBudget,
 }
 _CLUSTER_SCOPED = (Node, Queue, PriorityClass, HyperNode)
-_UPDATABLE = (Deployment, Node, HyperNode)
+_UPDATABLE = (Deployment, Node, HyperNode, CronJob)
 """Kinds a later document of the same name updates (at its own submit-at): scaling a
-Deployment, relabelling or cordoning a Node, editing a HyperNode."""
+Deployment, relabelling or cordoning a Node, editing a HyperNode, suspending a CronJob
+or changing its schedule."""
 
 
 @dataclass(frozen=True)

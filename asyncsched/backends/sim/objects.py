@@ -16,6 +16,7 @@ import msgspec
 
 from asyncsched.api import Command, Job, KubeObject
 from asyncsched.api.core import ConfigMap
+from asyncsched.api.cronjob import CronJob
 from asyncsched.api.meta import Int32, ObjectMeta
 from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
@@ -85,7 +86,15 @@ class NetworkPolicy(
 
 
 SimObject = (
-    KubeObject | Job | Command | Deployment | Service | ConfigMap | HyperNode | PodDisruptionBudget
+    KubeObject
+    | Job
+    | CronJob
+    | Command
+    | Deployment
+    | Service
+    | ConfigMap
+    | HyperNode
+    | PodDisruptionBudget
 )
 """Everything the simulator reads from users' YAML."""
 

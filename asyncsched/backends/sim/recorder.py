@@ -300,7 +300,8 @@ class Recorder:
         meta = job.metadata
         if change.event == "ADDED":
             self.jobs[change.key] = JobRecord(submitted=self.clock(), last=job)
-            self.emit("submitted", "Job", meta.namespace, meta.name, job=meta.name)
+            event = "submitted" if change.actor == USER else "created"  # by a CronJob
+            self.emit(event, "Job", meta.namespace, meta.name, job=meta.name)
             return
         record = self.jobs[change.key]
         record.last = job

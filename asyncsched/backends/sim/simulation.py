@@ -25,12 +25,14 @@ import msgspec
 
 from asyncsched.api import GROUP_NAME_ANNOTATION, Node, Pod, PodGroup, PriorityClass
 from asyncsched.api.core import SYSTEM_PRIORITY_CLASSES
+from asyncsched.api.cronjob import CronJob
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.api.topology import HyperNode
 from asyncsched.api.volcano import GANG_CONDITION_TYPES, unschedulable_message
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.session_budget import session_budget_from_environment
 from asyncsched.backends.sim.agenda import Agenda
+from asyncsched.backends.sim.cronjobs import CronJobController, check_ends
 from asyncsched.backends.sim.descheduler import SimDescheduler
 from asyncsched.backends.sim.disruption import DisruptionController
 from asyncsched.backends.sim.gc import GarbageCollector
@@ -131,6 +133,7 @@ class Simulation:
             ReplicaSetController(self.store),
             PodGroupController(self.store, scheduler_names),
             JobController(self.store, self.agenda, seeded_key_factory(KEY_SEED)),
+            CronJobController(self.store, self.agenda),
             QueueController(self.store),
             DisruptionController(self.store, clock),
             GarbageCollector(self.store),
@@ -154,6 +157,7 @@ class Simulation:
             self.store.create(
                 PriorityClass(metadata=ObjectMeta(name=name), value=value), actor=APISERVER
             )
+        self._manifests = manifests
         for manifest in manifests:
             self.agenda.at(manifest.submit_at, functools.partial(self._submit, manifest.obj))
 
@@ -196,8 +200,10 @@ class Simulation:
     ) -> Outcome:
         """Advance until nothing more can happen, or until virtual time ``until``.
 
-        ``progress`` is called after every instant (keep it cheap).
+        ``progress`` is called after every instant (keep it cheap). ManifestError, before
+        anything runs, if a CronJob would make Jobs for ever and ``until`` is not given.
         """
+        check_ends(self._manifests, until)
         while True:
             due = [t for t in (self.agenda.next_time(), self._session_due) if t is not None]
             if not due:
@@ -253,12 +259,12 @@ class Simulation:
         log.error("t=%gs: controllers did not settle after %d rounds", self.now, _SETTLE_ROUNDS)
 
     def _submit(self, obj: Any) -> None:
-        """A user's ``kubectl apply``: create, or update a Deployment, Node or HyperNode that
-        exists (its labels, annotations and spec; a Node's status too)."""
+        """A user's ``kubectl apply``: create, or update a Deployment, Node, HyperNode or
+        CronJob that exists (its labels, annotations and spec; a Node's status too)."""
         store = self.store
         if isinstance(obj, Node):
             obj = with_hostname(obj)  # kept on a relabelled node, as its kubelet keeps it
-        if isinstance(obj, (Deployment, Node, HyperNode)):
+        if isinstance(obj, (Deployment, Node, HyperNode, CronJob)):
             current = store.get(type(obj), key_of(obj))
             if current is not None:
                 meta = msgspec.structs.replace(

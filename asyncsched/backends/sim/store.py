@@ -24,6 +24,7 @@ import msgspec
 
 from asyncsched.api import Command, Job, Node, Pod, PodGroup, PriorityClass, Queue
 from asyncsched.api.core import ConfigMap
+from asyncsched.api.cronjob import CronJob
 from asyncsched.api.meta import ObjectMeta
 from asyncsched.api.policy import PodDisruptionBudget
 from asyncsched.api.topology import HyperNode
@@ -62,6 +63,7 @@ KINDS: tuple[type[Any], ...] = (
     PodGroup,
     Pod,
     Job,
+    CronJob,
     Command,
     Deployment,
     ReplicaSet,

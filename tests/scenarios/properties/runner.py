@@ -23,6 +23,7 @@ from asyncsched.model import kernels
 from tests.scenarios.properties import steering
 from tests.scenarios.properties.checker import Checker, default_invariants
 from tests.scenarios.properties.configs import with_pdb
+from tests.scenarios.properties.cronjobs import cronjob_invariants
 from tests.scenarios.properties.invariants import QueuesWithinCapability, Violation
 from tests.scenarios.properties.model_pools import QueuesWithinModelCapability
 from tests.scenarios.properties.world import SimWorld
@@ -121,6 +122,7 @@ def _simulate(
                 allocate="allocate" in configuration.actions,
             ),
         )
+        checker.invariants += cronjob_invariants(manifests)
         capacity = [p for tier in configuration.tiers for p in tier.plugins if p.name == "capacity"]
         if capacity:
             tree = bool(capacity[0].flags.get("enableHierarchy", False))

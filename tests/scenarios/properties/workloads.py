@@ -1,6 +1,6 @@
 """Hypothesis strategies for what users submit: gangs, lone pods, Volcano Jobs with their
-Commands, Deployments that scale, and PodDisruptionBudgets over them; ``inputs()`` puts
-a cluster and workloads together.
+Commands, CronJobs making such Jobs until they are suspended, Deployments that scale, and
+PodDisruptionBudgets over them; ``inputs()`` puts a cluster and workloads together.
 
 ``Input.horizon`` bounds the virtual time a run may need: nothing waits for
 anything but other work to finish, so the run must be over once every submitted
@@ -164,10 +164,9 @@ def _task(
 
 
 @st.composite
-def _job(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
-    """A Volcano Job: tasks with minAvailable, policies, dependsOn; and Commands at it."""
-    ns = draw(st.sampled_from(NAMESPACES))
-    name = cluster.names.new("job")
+def _job_spec(draw: st.DrawFn, cluster: Cluster) -> tuple[dict[str, Any], float]:
+    """A Volcano Job's spec (tasks with minAvailable, policies, dependsOn), and the longest
+    it may take to run through every retry, one pod after another."""
     whole = draw(st.integers(0, 3)) == 0
     tasks: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(1, 3))):
@@ -193,6 +192,17 @@ def _job(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         spec["networkTopology"] = draw(network_topologies(cluster.tier_names))
     if draw(st.integers(0, 4)) == 0:
         spec["ttlSecondsAfterFinished"] = draw(st.sampled_from((0, 5)))
+    runs = (retries if retries else 3) + 1
+    work = runs * sum(t["replicas"] * (_pod_time(t["template"]) + _WORK_SLACK) for t in tasks)
+    return spec, work
+
+
+@st.composite
+def _job(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
+    """A Volcano Job, and Commands at it."""
+    ns = draw(st.sampled_from(NAMESPACES))
+    name = cluster.names.new("job")
+    spec, work = draw(_job_spec(cluster))
     at = draw(submit_times())
     job = {
         "apiVersion": "batch.volcano.sh/v1alpha1",
@@ -201,8 +211,6 @@ def _job(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         "spec": spec,
     }
     out.add(job, at)
-    runs = (retries if retries else 3) + 1
-    work = runs * sum(t["replicas"] * (_pod_time(t["template"]) + _WORK_SLACK) for t in tasks)
     out.horizon += work
     for _ in range(draw(st.integers(0, 2))):
         when = at + draw(st.sampled_from((0.0, 1.0, 3.0, 10.0, 25.0)))
@@ -215,6 +223,45 @@ def _job(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
         }
         out.add(command, when)
         out.horizon += work  # a restart or resume may run it all again
+
+
+CRON_SCHEDULES = {"* * * * *": 60.0, "*/2 * * * *": 120.0, "@every 40s": 40.0, "@every 25s": 60.0}
+"""Schedules a generated CronJob runs on, and how far apart its Jobs are at most (Jobs are
+named by the minute, so ``@every`` under a minute makes one a minute)."""
+
+
+@st.composite
+def _cronjob(draw: st.DrawFn, cluster: Cluster, out: Input) -> None:
+    """A Volcano CronJob making generated Jobs, and a later document of it that suspends it
+    (so the run still ends by itself)."""
+    ns = draw(st.sampled_from(NAMESPACES))
+    name = cluster.names.new("cron")
+    template, work = draw(_job_spec(cluster))
+    schedule = draw(st.sampled_from(sorted(CRON_SCHEDULES)))
+    spec: dict[str, Any] = {
+        "schedule": schedule,
+        "concurrencyPolicy": draw(st.sampled_from(("Allow", "Forbid", "Replace"))),
+        "jobTemplate": {"metadata": {"labels": {"made-by": name}}, "spec": template},
+    }
+    for key, bound in (("successfulJobsHistoryLimit", 3), ("failedJobsHistoryLimit", 2)):
+        if draw(st.booleans()):
+            spec[key] = draw(st.integers(0, bound))
+    if draw(st.booleans()):
+        spec["startingDeadlineSeconds"] = draw(st.sampled_from((0, 10, 100)))
+    cron = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "CronJob",
+        "metadata": _meta(cluster, name, ns),
+        "spec": spec,
+    }
+    at = draw(submit_times())
+    out.add(cron, at)
+    lasts = draw(st.sampled_from((70.0, 150.0, 400.0)))
+    suspended = copy.deepcopy(cron)
+    suspended["spec"]["suspend"] = True
+    out.add(suspended, at + lasts)
+    runs = lasts // CRON_SCHEDULES[schedule] + 2
+    out.horizon += runs * work
 
 
 def _policy_key(policy: object) -> Hashable:
@@ -383,6 +430,7 @@ _KINDS = {
     "gang": _gang,
     "lone": _lone_pod,
     "job": _job,
+    "cronjob": _cronjob,
     "deployment": _deployment,
     "budget": _budget,
     "contention": _contention,

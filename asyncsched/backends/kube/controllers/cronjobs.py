@@ -63,6 +63,9 @@ class CronJobController:
         self.events = events
         self.clock = clock
         self.queue: WorkQueue[Key, None] = WorkQueue()
+        self._made: dict[Key, Job] = {}
+        """Jobs we created that the informer has not shown yet. They stay out of the shared
+        store, whose first sight of a Job is the Job controller's cue to reconcile it."""
 
     # -- informer handlers ---------------------------------------------------------
 
@@ -70,6 +73,7 @@ class CronJobController:
         self.queue.add((cron.metadata.namespace, cron.metadata.name))
 
     def job_changed(self, job: Job) -> None:
+        self._made.pop((job.metadata.namespace, job.metadata.name), None)
         for ref in job.metadata.owner_references:
             if ref.controller and ref.kind == "CronJob":
                 self.queue.add((job.metadata.namespace, ref.name))
@@ -86,10 +90,15 @@ class CronJobController:
         if cron is None:
             self.queue.forget(key)
             return
-        owned = [
-            j for j in self.jobs if j.metadata.namespace == namespace and controlled_by(j, cron)
-        ]
-        decision = reconcile(cron, owned, lambda job: self.jobs.get(namespace, job), self.clock())
+        made = {k[1]: j for k, j in self._made.items() if k[0] == namespace}
+        jobs = [j for j in self.jobs if j.metadata.namespace == namespace]
+        jobs += [j for job, j in made.items() if self.jobs.get(namespace, job) is None]
+        owned = [j for j in jobs if controlled_by(j, cron)]
+
+        def find(job: str) -> Job | None:
+            return self.jobs.get(namespace, job) or made.get(job)
+
+        decision = reconcile(cron, owned, find, self.clock())
         for event in decision.events:
             self._event(cron, event)
         try:
@@ -110,7 +119,7 @@ class CronJobController:
             await delete(
                 self.client, f"{_jobs_path(namespace)}/{name}", {"propagationPolicy": "Background"}
             )
-            self.jobs.delete(namespace, name)
+            self._made.pop((namespace, name), None)
         status, changed = decision.status, decision.status_changed
         if decision.create is not None and decision.scheduled_at is not None:
             job = await self._create(cron, decision.create)
@@ -139,7 +148,7 @@ class CronJobController:
                 self._event(cron, event)
             return existing if is_run else None
         made = msgspec.json.decode(answer, type=Job)
-        self.jobs.offer(made)
+        self._made[(made.metadata.namespace, made.metadata.name)] = made
         self._event(cron, created_event(cron, made))
         return made
 

@@ -37,24 +37,30 @@ from asyncsched.controllers.cron import (
     with_created,
 )
 
-__all__ = ["CRONJOB_CONTROLLER", "CronJobController", "check_ends"]
+__all__ = ["CRONJOB_CONTROLLER", "CronJobController", "check_ends", "endless_cronjob"]
 
 CRONJOB_CONTROLLER = "cronjob-controller"
 
 
-def check_ends(manifests: Sequence[Manifest], until: float | None) -> None:
-    """ManifestError if the run would never end: a CronJob whose last document does not
-    suspend it makes Jobs for ever, so a run of it ends only at a given time."""
-    if until is not None:
-        return
+def endless_cronjob(manifests: Sequence[Manifest]) -> Manifest | None:
+    """The first CronJob whose last document does not suspend it: it makes Jobs for ever,
+    so a run of it ends only at a given time."""
     last: dict[tuple[str, str], Manifest] = {}
     for m in sorted(manifests, key=lambda m: m.submit_at):
         if isinstance(m.obj, CronJob):
             last[(m.obj.metadata.namespace, m.obj.metadata.name)] = m
-    for m in last.values():
-        assert isinstance(m.obj, CronJob)
-        if not m.obj.spec.suspend:
-            raise ManifestError(f"{m.source}: a CronJob makes Jobs for ever: give --until SECONDS")
+    return next(
+        (m for m in last.values() if isinstance(m.obj, CronJob) and not m.obj.spec.suspend), None
+    )
+
+
+def check_ends(manifests: Sequence[Manifest], until: float | None) -> None:
+    """ManifestError if the run would never end (``endless_cronjob`` and no ``until``)."""
+    endless = endless_cronjob(manifests) if until is None else None
+    if endless is not None:
+        raise ManifestError(
+            f"{endless.source}: a CronJob makes Jobs for ever: give --until SECONDS"
+        )
 
 
 class CronJobController:

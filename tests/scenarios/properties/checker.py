@@ -46,13 +46,15 @@ def default_invariants(
     descheduler: bool = False,
     gang: bool = True,
     allocate: bool = True,
+    endless: bool = False,
 ) -> list[Invariant]:
     """Every invariant; ``conformance``, ``pdb``, ``gang``: the configuration has that
     plugin (without gang, as in Volcano, nothing keeps a group whole); ``allocate``: it has
     that action (without it no session tries a pod, so none is told why it waits; the
-    summary says it); ``descheduler``: a descheduler runs too."""
+    summary says it); ``descheduler``: a descheduler runs too; ``endless``: a CronJob
+    makes Jobs for ever, so the run ends only at its horizon."""
     return [
-        RunEnds(jobs=steering.CHECK_PENDING_JOBS, descheduler=descheduler),
+        RunEnds(jobs=steering.CHECK_PENDING_JOBS, descheduler=descheduler, endless=endless),
         NamesAndUidsUnique(uids=steering.CHECK_UIDS),
         NodesNeverOverfull(),
         GpusNeverOverfull(),

@@ -15,6 +15,7 @@ from asyncsched.api import Queue
 from asyncsched.api.quantity import to_units
 from asyncsched.backends.config_source import ConfigSource
 from asyncsched.backends.sim import Outcome, Simulation
+from asyncsched.backends.sim.cronjobs import endless_cronjob
 from asyncsched.backends.sim.manifests import check_references, parse_manifests
 from asyncsched.backends.sim.objects import Manifest
 from asyncsched.descheduler.policy import parse_policy
@@ -120,6 +121,7 @@ def _simulate(
                 descheduler=descheduler is not None,
                 gang="gang" in plugins,
                 allocate="allocate" in configuration.actions,
+                endless=endless_cronjob(manifests) is not None,
             ),
         )
         checker.invariants += cronjob_invariants(manifests)

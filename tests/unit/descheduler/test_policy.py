@@ -142,7 +142,14 @@ def test_cron_runs_at_the_named_minutes() -> None:
     assert next_run(start, 0, every_ten) == start + 600
     assert next_run(start + 1, 0, every_ten) == start + 600
     assert next_run(start, 90, every_ten) == start + 90  # the interval wins
-    with pytest.raises(PolicyError):
+    with pytest.raises(PolicyError, match="expected exactly 5 fields"):
         Cron.parse("*/10 * * *")
-    with pytest.raises(PolicyError):
+    with pytest.raises(PolicyError, match="above maximum"):
         Cron.parse("61 * * * *")
+    with pytest.raises(PolicyError, match="above maximum"):
+        Cron.parse("0 0 * * 7")  # robfig/cron, as Volcano's descheduler reads it: 0-6
+    # Names, '?', @every and a zone prefix, as robfig/cron takes them.
+    assert next_run(start, 0, Cron.parse("0 9 ? * MON")) == start + 3600 + 3 * 86_400  # Friday
+    assert next_run(start, 0, Cron.parse("@every 45s")) == start + 45
+    paris = Cron.parse("CRON_TZ=Europe/Paris 0 10 * * *")
+    assert next_run(start, 0, paris) == start + 3600  # 10:00 in Paris is 09:00Z in January

@@ -18,10 +18,11 @@ Times are seconds since the epoch throughout.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from asyncsched.controllers.job.policies import parse_duration
 
 __all__ = [
     "Every",
@@ -51,9 +52,6 @@ _DESCRIPTORS = {
     "@hourly": "0 * * * *",
 }
 _EVERY = "@every "
-_GO_DURATION = re.compile(r"([0-9]*\.?[0-9]*)(ns|us|µs|μs|ms|s|m|h)")
-_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-             "h": 3600.0}  # fmt: skip
 _YEARS_SEARCHED = 5
 
 
@@ -116,19 +114,16 @@ def parse_schedule(text: str) -> tuple[Schedule, str | None]:
 
 
 def _every_seconds(text: str) -> int:
-    """robfig's ``Every``: a Go duration, cut to whole seconds, at least one second."""
+    """robfig's ``Every``: a Go duration (a sign allowed), cut to whole seconds, at least
+    one second."""
     body = text.strip()
     sign = -1.0 if body.startswith("-") else 1.0
-    body = body.lstrip("+-")
-    total, pos = 0.0, 0
-    if body != "0":
-        for match in _GO_DURATION.finditer(body):
-            if match.start() != pos or match.group(1) in ("", "."):
-                break
-            total += float(match.group(1)) * _GO_UNITS[match.group(2)]
-            pos = match.end()
-        if not body or pos != len(body):
-            raise ScheduleError(f"failed to parse duration {text.strip()!r}")
+    try:
+        if not body.lstrip("+-"):
+            raise ValueError(body)
+        total = parse_duration(body[1:] if body[:1] in "+-" else body)
+    except ValueError:
+        raise ScheduleError(f"failed to parse duration {body!r}") from None
     return max(int(sign * total), 1)
 
 

@@ -1,5 +1,5 @@
-"""``asyncsched controllers``: run Volcano's Job, PodGroup and Queue controllers and the
-Job and Queue admission webhooks against a real cluster."""
+"""``asyncsched controllers``: run Volcano's Job, CronJob, PodGroup and Queue controllers and
+the Job, Queue and CronJob admission webhooks against a real cluster."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ __all__ = ["register"]
 def register(commands: Any) -> None:
     run = commands.add_parser(
         "controllers",
-        help="run the Job, PodGroup and Queue controllers and the Job and Queue webhooks",
+        help="run the Job, CronJob, PodGroup and Queue controllers and their webhooks",
         description="Run Volcano's controllers against an API server (kubeconfig, or in-cluster).",
     )
     run.add_argument(

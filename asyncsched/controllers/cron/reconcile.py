@@ -23,7 +23,7 @@ It follows Volcano's sync step by step:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 
 import msgspec
@@ -81,7 +81,7 @@ class CronDecision:
     create: Job | None = None
     scheduled_at: float | None = None
     """The scheduled time ``create`` runs."""
-    events: tuple[CronEvent, ...] = field(default=())
+    events: tuple[CronEvent, ...] = ()
     next_at: float | None = None
     """The next scheduled time, to look again then; None: only when something changes."""
 

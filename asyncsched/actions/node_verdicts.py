@@ -1,6 +1,6 @@
 """Each node's verdict on one task: the first check that refused it, or each plugin's score.
 
-``find_node`` answers "which node" with counts ("0/6 nodes are available: 2
+``find_node`` answers "which node" with counts ("0/6 nodes are unavailable: 2
 Insufficient cpu, ..."); a person asking why a pod waits wants the same
 answer node by node. This asks the same checks in the same order, one plugin
 at a time (``Session.callbacks``): the batch predicates in tier order, then
@@ -126,7 +126,7 @@ def node_verdicts(
 
 def fit_errors(verdicts: list[NodeVerdict]) -> FitErrors:
     """The verdicts counted as ``find_node`` counts them (every lacking resource of a
-    node counts once each), for the "0/N nodes are available" line."""
+    node counts once each), for the "0/N nodes are unavailable" line."""
     errors = FitErrors(nodes=len(verdicts))
     for verdict in verdicts:
         if verdict.refused_by == RESOURCE_FIT:

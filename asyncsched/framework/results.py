@@ -114,9 +114,9 @@ class PluginGauge:
 class FitErrors:
     """Why a task fits on no node: how many nodes failed for each reason.
 
-    Rendered the way kube-scheduler does, which autoscalers and users know:
-    ``0/6 nodes are available: 2 Insufficient nvidia.com/gpu, 4 node(s) had
-    untolerated taint {gpu: true}.``
+    Rendered as Volcano renders its fit errors (the reasons are kube-scheduler's, which
+    users know): ``0/6 nodes are unavailable: 2 Insufficient nvidia.com/gpu, 4 node(s)
+    had untolerated taint {gpu: true}.``, and ``0/0 nodes are unavailable`` with no reason.
     """
 
     nodes: int
@@ -128,9 +128,9 @@ class FitErrors:
 
     def message(self) -> str:
         if not self.reasons:
-            return f"0/{self.nodes} nodes are available."
+            return f"0/{self.nodes} nodes are unavailable"
         parts = sorted(f"{count} {reason}" for reason, count in self.reasons.items())
-        return f"0/{self.nodes} nodes are available: {', '.join(parts)}."
+        return f"0/{self.nodes} nodes are unavailable: {', '.join(parts)}."
 
     def summary(self) -> str:
         """The reasons alone, most common first: ``Insufficient nvidia.com/gpu on 5 nodes``."""

@@ -43,7 +43,7 @@ def test_a_pod_refused_by_taints_names_the_taint_on_each_tainted_node(
     }
     assert found["verdict"] == found["recorded"]["event"], "the Event's own words"
     assert found["verdict"] == (
-        "0/3 nodes are available: 1 Insufficient cpu, "
+        "0/3 nodes are unavailable: 1 Insufficient cpu, "
         "2 node(s) had untolerated taint {dedicated: gpu}."
     )
 
@@ -112,7 +112,7 @@ def test_the_text_lists_queue_gang_and_nodes(capsys: pytest.CaptureFixture[str])
     assert out.splitlines()[0].startswith("PodGroup default/gang: 2/3 tasks in gang fit")
     assert "gang: minMember 3; 3 pod(s): 0 ready (0 running), 3 waiting" in out
     assert "queue default: Open, weight 1" in out
-    assert "nodes, for pod default/gang-2: 0/3 nodes are available" in out
+    assert "nodes, for pod default/gang-2: 0/3 nodes are unavailable" in out
     assert "(with its gang's members before it placed: default/gang-0 on" in out
 
 

@@ -31,7 +31,7 @@ def test_required_anti_affinity_that_breaks_a_gang_rolls_it_back_whole(
         "(2/3 tasks in gang fit: node(s) didn't match pod anti-affinity rules on 2 node(s))"
     )
     assert reasons["ring-worker-2"] == (
-        "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+        "0/2 nodes are unavailable: 2 node(s) didn't match pod anti-affinity rules."
     )
     assert run.job("default/ring")["phase"] == "Pending"
 
@@ -69,7 +69,7 @@ def test_two_pods_never_share_a_host_port_on_one_node(
     assert sorted(run.placements().values()) == ["edge-0", "edge-1"]
     [waiting] = run.of("unschedulable")
     assert waiting["reason"] == (
-        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports."
+        "0/2 nodes are unavailable: 2 node(s) didn't have free ports for the requested pod ports."
     )
 
     off = simulate(capsys, tmp_path, "hostport-clash.yaml", config=OFF)

@@ -38,7 +38,7 @@ def test_work_that_can_never_run_is_named_with_its_reason(
     assert "2/3 tasks in gang fit" in stuck[("PodGroup", "default/too-big")]["reason"]
     assert run.job("default/fits")["phase"] == "Completed", "the rest still runs"
     text = run.stdout.split("waiting when the run ended (3):\n", 1)[1]
-    assert "Pod default/five-gpus (1 pod): 0/2 nodes are available" in text
+    assert "Pod default/five-gpus (1 pod): 0/2 nodes are unavailable" in text
     assert "PodGroup default/too-big (3 pods): 2/3 tasks in gang fit" in text
 
 

@@ -1,7 +1,7 @@
 """Why pods wait, in a few words a dashboard can group by.
 
 A pending pod's message is the text of its Event and PodGroup condition
-(``0/6 nodes are available: 2 Insufficient nvidia.com/gpu, 4 node(s) had untolerated
+(``0/6 nodes are unavailable: 2 Insufficient nvidia.com/gpu, 4 node(s) had untolerated
 taint {gpu: true}.``, ``3/4 tasks in gang fit: ...``, ``waiting to be admitted to queue
 'ml'``). As a label it would be unbounded (counts, node totals, taint values), so it is
 cut down to its reasons: each node predicate's reason without counts or ``{...}``
@@ -17,7 +17,7 @@ from asyncsched.framework.cycle import FITS_WAITING_FOR_GANG, PIPELINED_MESSAGE
 
 __all__ = ["count_reasons", "reasons"]
 
-_NODES = re.compile(r"^0/\d+ nodes are available(?:: (?P<parts>.*?))?\.?$")
+_NODES = re.compile(r"^0/\d+ nodes are (?:un)?available(?:: (?P<parts>.*?))?\.?$")
 _COUNT = re.compile(r"^\d+ ")
 _DETAILS = re.compile(r"\s*\{[^}]*\}")
 _PREEMPTION = re.compile(r"[ ;]+preemption: .*$")

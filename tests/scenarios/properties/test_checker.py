@@ -298,7 +298,7 @@ def test_a_pod_bound_while_bound_or_bound_again() -> None:
 def test_a_pod_left_pending_without_a_reason() -> None:
     w = world(a=facts(), b=facts())
     quiet = [ev(0, "submitted", "a"), ev(0, "submitted", "b")]
-    quiet.append(ev(0, "unschedulable", "a", reason="0/1 nodes are available"))
+    quiet.append(ev(0, "unschedulable", "a", reason="0/1 nodes are unavailable"))
     with pytest.raises(Violation, match=r"pending pods have reasons: Pod default/b: never ran"):
         run(w, quiet, Outcome("stuck"), [PendingPodsHaveReasons()])
 

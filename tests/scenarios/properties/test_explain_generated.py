@@ -4,7 +4,7 @@ The instant is in the first third of the run, when most waits happen. For every 
 waiting then (up to a few): the explanation comes without error, covers every node once,
 scores only nodes that passed and adds their scores up, names one best node exactly when
 some node passed, and, for a lone pod refused by every node, counts its nodes into the very
-"0/N nodes are available" line the scheduler wrote in its Event.
+"0/N nodes are unavailable" line the scheduler wrote in its Event.
 Asking changes nothing: the run continued after explaining gives the same events as the
 run never asked.
 """
@@ -73,7 +73,7 @@ def _explain_waiting(sim: Simulation) -> list[str]:
             and gang.min_member == 1
             and gang.pods == 1
             and told.startswith("0/")
-            and " nodes are available" in told  # not a gang's "0/1 tasks in gang fit: ..."
+            and " nodes are unavailable" in told  # not a gang's "0/1 tasks in gang fit: ..."
             and found.verdict == told
         ):
             event("explain: a lone pod refused by every node")

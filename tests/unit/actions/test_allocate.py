@@ -44,7 +44,7 @@ def test_gang_that_does_not_fit_binds_nothing_and_says_why() -> None:
     attempt = ssn.undone_gangs.by_uid["default/job"]
     assert (attempt.fitted, attempt.needed) == (2, 3)
     assert attempt.fit_errors is not None
-    assert attempt.fit_errors.message() == "0/2 nodes are available: 2 Insufficient cpu."
+    assert attempt.fit_errors.message() == "0/2 nodes are unavailable: 2 Insufficient cpu."
     # where the two that fitted had gone (Volcano's last transaction), for their reason
     assert ssn.last_placements.by_uid == {"default/job-0": "a", "default/job-1": "b"}
 
@@ -273,7 +273,7 @@ def test_queue_refusal_on_a_full_cluster_reports_the_missing_resource() -> None:
     attempt = ssn.undone_gangs.by_uid["default/job"]
     assert attempt.fitted == 2
     assert attempt.fit_errors is not None
-    assert attempt.fit_errors.message() == "0/1 nodes are available: 1 Insufficient cpu."
+    assert attempt.fit_errors.message() == "0/1 nodes are unavailable: 1 Insufficient cpu."
 
 
 def test_queue_refusal_with_room_on_the_nodes_has_no_fit_error() -> None:

@@ -39,7 +39,7 @@ def test_needs_a_pod_slot_and_passing_predicates() -> None:
     backfill(ssn)
     assert ssn.result.binds == []
     assert ssn.fit_failures.by_uid["default/be"].message() == (
-        "0/2 nodes are available: 1 Too many pods, 1 node(s) were unschedulable."
+        "0/2 nodes are unavailable: 1 Too many pods, 1 node(s) were unschedulable."
     )
 
 

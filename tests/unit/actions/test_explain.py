@@ -54,7 +54,7 @@ def test_without_a_queue_plugin_the_queue_is_read_from_its_spec_and_its_pods() -
     assert queue is not None and queue.booked_by == "spec"
     assert queue.allocated == {"cpu": "2", "memory": "1Gi"}
     assert (queue.capability, queue.deserved) == ({"cpu": "3"}, None)
-    assert found.verdict.startswith("0/1 nodes are available: 1 Insufficient cpu")
+    assert found.verdict.startswith("0/1 nodes are unavailable: 1 Insufficient cpu")
     assert [(v.node, v.refused_by, v.reason) for v in found.nodes] == [
         ("n1", "resources", "Insufficient cpu")
     ]

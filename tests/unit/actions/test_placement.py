@@ -46,7 +46,7 @@ def test_fit_error_message_counts_each_lacking_dimension() -> None:
     task = task_of(ssn, "default/p")
     assert find_node(ssn, task) is None
     assert ssn.fit_failures.by_uid[task.uid].message() == (
-        "0/3 nodes are available: 1 Insufficient cpu, 2 Insufficient nvidia.com/gpu."
+        "0/3 nodes are unavailable: 1 Insufficient cpu, 2 Insufficient nvidia.com/gpu."
     )
 
 
@@ -62,7 +62,7 @@ def test_static_reason_counts_before_resources_and_pods() -> None:
     task = task_of(ssn, "default/p")
     assert find_node(ssn, task) is None
     assert ssn.fit_failures.by_uid[task.uid].message() == (
-        "0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, "
+        "0/3 nodes are unavailable: 1 Insufficient cpu, 1 Insufficient memory, "
         "1 Too many pods, 1 node(s) were unschedulable."
     )
 
@@ -141,4 +141,4 @@ def test_no_nodes() -> None:
     ssn = open_session(b.snapshot(b.pod("p")))
     task = task_of(ssn, "default/p")
     assert find_node(ssn, task) is None
-    assert ssn.fit_failures.by_uid[task.uid].message() == "0/0 nodes are available."
+    assert ssn.fit_failures.by_uid[task.uid].message() == "0/0 nodes are unavailable"

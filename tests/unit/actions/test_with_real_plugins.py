@@ -56,7 +56,7 @@ def test_taints_and_resources_are_counted_per_node() -> None:
     )
     ssn = run(snap)
     assert ssn.fit_failures.by_uid["default/p"].message() == (
-        "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint "
+        "0/3 nodes are unavailable: 1 Insufficient cpu, 1 node(s) had untolerated taint "
         "{gpu: true}, 1 node(s) were unschedulable."
     )
 

@@ -368,7 +368,7 @@ def test_pods_that_fitted_in_a_gang_given_back_are_not_counted_unschedulable() -
     metrics = Metrics()
     notes = [
         TaskUnschedulable("u0", "default", "g-0", "default/g", "fits a node; ...", "Schedulable"),
-        TaskUnschedulable("u1", "default", "g-1", "default/g", "0/1 nodes are available: ..."),
+        TaskUnschedulable("u1", "default", "g-1", "default/g", "0/1 nodes are unavailable: ..."),
     ]
     metrics.observe_session(SessionResult(unschedulable=notes))
     text = metrics.exposition().decode()

@@ -13,15 +13,17 @@ def test_pending_pods_are_counted_by_reason_without_counts_or_details() -> None:
     from asyncsched.backends.kube.pending_reasons import reasons
 
     taint = (
-        "0/6 nodes are available: 2 Insufficient nvidia.com/gpu, 4 node(s) had untolerated "
+        "0/6 nodes are unavailable: 2 Insufficient nvidia.com/gpu, 4 node(s) had untolerated "
         "taint {gpu: true}."
     )
     assert reasons(taint) == ["Insufficient nvidia.com/gpu", "node(s) had untolerated taint"]
-    assert reasons("0/3 nodes are available.") == ["no nodes"]
-    assert reasons("0/3 nodes are available: 3 Insufficient cpu. preemption: none") == [
+    assert reasons("0/3 nodes are unavailable") == ["no nodes"]
+    # what versions before Volcano's wording wrote, still read
+    assert reasons("0/3 nodes are available: 3 Insufficient cpu.") == ["Insufficient cpu"]
+    assert reasons("0/3 nodes are unavailable: 3 Insufficient cpu. preemption: none") == [
         "Insufficient cpu"
     ]
-    assert reasons("3/4 tasks in gang fit: 0/6 nodes are available: 6 Insufficient cpu.") == [
+    assert reasons("3/4 tasks in gang fit: 0/6 nodes are unavailable: 6 Insufficient cpu.") == [
         "gang"
     ]
     assert reasons("waiting to be admitted to queue 'ml'") == ["queue"]
@@ -33,7 +35,7 @@ def test_pending_pods_are_counted_by_reason_without_counts_or_details() -> None:
     notes = [
         TaskUnschedulable("ns/a", "ns", "a", "ns/j", taint),
         TaskUnschedulable(
-            "ns/b", "ns", "b", "ns/j", "0/6 nodes are available: 6 Insufficient cpu."
+            "ns/b", "ns", "b", "ns/j", "0/6 nodes are unavailable: 6 Insufficient cpu."
         ),
     ]
     metrics.observe_session(SessionResult(unschedulable=notes))

@@ -23,5 +23,5 @@ def test_members_that_fitted_are_schedulable_and_say_where_the_rest_say_why_not(
     assert told == {
         "job-0": (SCHEDULABLE_REASON, f"fits a node; waits for its gang {gang}"),
         "job-1": (SCHEDULABLE_REASON, f"fits a node; waits for its gang {gang}"),
-        "job-2": (UNSCHEDULABLE_REASON, "0/2 nodes are available: 2 Insufficient cpu."),
+        "job-2": (UNSCHEDULABLE_REASON, "0/2 nodes are unavailable: 2 Insufficient cpu."),
     }

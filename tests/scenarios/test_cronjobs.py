@@ -34,6 +34,10 @@ def test_forbid_skips_a_time_while_the_last_run_goes_on(
         (1800.0, f"eval-{minute + 30}"),
         (3000.0, f"eval-{minute + 50}"),
     ]
+    # The skipped times (00:20, 00:40, 01:00) are told, as the CronJob's Warning Events.
+    warned = [(e["time"], e["kind"], e["name"]) for e in run.of("warning")]
+    assert warned == [(t, "CronJob", "eval") for t in (1200.0, 2400.0, 3600.0)]
+    assert all(str(e["reason"]).startswith("ForbidConcurrent: ") for e in run.of("warning"))
     # The first run, Completed at 1500, goes when the second completes (history limit 1).
     deleted = [(e["time"], e["name"]) for e in run.of("deleted") if e["kind"] == "Job"]
     assert deleted == [(2700.0, f"eval-{minute + 10}")]

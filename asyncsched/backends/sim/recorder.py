@@ -46,7 +46,8 @@ _NOTE_EVENTS = {
     "FailedCreate": "failed",
     "EvictionRefused": "refused",
 }
-"""Kubernetes Event reasons that appear in the event stream, and as what."""
+"""Kubernetes Event reasons that appear in the event stream, and as what. Any other
+Event of type Warning appears as ``warning``, its reason before its message."""
 _EVICTORS = frozenset({"scheduler", "descheduler"})
 """Actors whose pod deletions are evictions (through the Eviction API)."""
 
@@ -176,6 +177,10 @@ class Recorder:
     def _noted(self, note: Note) -> None:
         event = _NOTE_EVENTS.get(note.reason)
         if event is None:
+            if note.extra.get("type") == "Warning":
+                extra = {k: v for k, v in note.extra.items() if k != "type"}
+                self.emit("warning", note.kind, note.namespace, note.name, **extra,
+                          reason=f"{note.reason}: {note.message}")  # fmt: skip
             return
         if note.kind == "Pod" and event == "unschedulable":
             record = self.pods.get(f"{note.namespace}/{note.name}")

@@ -28,6 +28,7 @@ from asyncsched.backends.sim.store import (
     Refused,
     WatchEvent,
 )
+from asyncsched.backends.sim.workqueue import WorkQueue
 from asyncsched.controllers.cron import (
     CronEvent,
     after_conflict,
@@ -70,7 +71,7 @@ class CronJobController:
         self.cronjobs: dict[str, CronJob] = {}
         self._owned: dict[str, dict[str, Job]] = defaultdict(dict)
         """CronJob key -> the Jobs naming it as controller, by name."""
-        self._dirty: dict[str, None] = {}
+        self._dirty = WorkQueue()
         self._timers: dict[str, tuple[float, int]] = {}
         """CronJob key -> its next scheduled time (virtual) and the agenda's timer for it:
         one each, cancelled when it has none, so a suspended CronJob keeps no run going."""
@@ -84,7 +85,7 @@ class CronJobController:
             return
         self.cronjobs[change.key] = change.obj
         if change.actor != CRONJOB_CONTROLLER:
-            self._dirty[change.key] = None
+            self._dirty.add(change.key)
 
     def _job(self, change: WatchEvent) -> None:
         job: Job = change.obj
@@ -100,11 +101,11 @@ class CronJobController:
                     change.event != "MODIFIED"
                     or change.old.status.state.phase != job.status.state.phase
                 ):
-                    self._dirty[key] = None  # its CronJob looks only at the phase
+                    self._dirty.add(key)  # its CronJob looks only at the phase
 
     def _due(self, key: str) -> None:
         self._timers.pop(key, None)
-        self._dirty[key] = None
+        self._dirty.add(key)
 
     def _set_timer(self, key: str, at: float | None) -> None:
         current = self._timers.get(key)
@@ -118,13 +119,7 @@ class CronJobController:
 
     def sync(self) -> bool:
         """Reconcile every CronJob something happened to; True if any was."""
-        if not self._dirty:
-            return False
-        keys = sorted(self._dirty)
-        self._dirty.clear()
-        for key in keys:
-            self._reconcile(key)
-        return True
+        return self._dirty.drain(self._reconcile)
 
     def _reconcile(self, key: str) -> None:
         cron = self.cronjobs.get(key)

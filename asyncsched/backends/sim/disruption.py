@@ -23,6 +23,7 @@ from asyncsched.api.meta import OwnerReference
 from asyncsched.api.policy import PodDisruptionBudget, PodDisruptionBudgetStatus
 from asyncsched.backends.sim.objects import Deployment, ReplicaSet
 from asyncsched.backends.sim.store import EPOCH, ObjectStore, WatchEvent
+from asyncsched.backends.sim.workqueue import WorkQueue
 from asyncsched.controllers.disruption import budget_pods, budget_status
 
 __all__ = ["DisruptionController", "admit_budget"]
@@ -46,7 +47,7 @@ class DisruptionController:
         """Namespace -> keys of its pods."""
         self._budgets: dict[str, dict[str, None]] = {}
         """Namespace -> keys of its budgets."""
-        self._dirty: dict[str, None] = {}
+        self._dirty = WorkQueue()
         """Namespaces whose budgets to compute again."""
         store.admit(PodDisruptionBudget, admit_budget)
         store.watch((Pod,), self._pod)
@@ -61,7 +62,7 @@ class DisruptionController:
         else:
             pods[change.key] = None
         if namespace in self._budgets:
-            self._dirty[namespace] = None
+            self._dirty.add(namespace)
 
     def _budget(self, change: WatchEvent) -> None:
         namespace = change.obj.metadata.namespace
@@ -73,18 +74,17 @@ class DisruptionController:
             return
         budgets[change.key] = None
         if change.actor != DISRUPTION_CONTROLLER:
-            self._dirty[namespace] = None
+            self._dirty.add(namespace)
 
     def _workload(self, change: WatchEvent) -> None:
         namespace = change.obj.metadata.namespace
         if namespace in self._budgets:
-            self._dirty[namespace] = None
+            self._dirty.add(namespace)
 
     def sync(self) -> bool:
         if not self._dirty:
             return False
-        namespaces = sorted(self._dirty)
-        self._dirty.clear()
+        namespaces = self._dirty.take()
         now = EPOCH + self.clock()
         for namespace in namespaces:
             pods = [

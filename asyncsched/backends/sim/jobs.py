@@ -31,6 +31,7 @@ from asyncsched.backends.sim.store import (
     Refused,
     WatchEvent,
 )
+from asyncsched.backends.sim.workqueue import WorkQueue
 from asyncsched.controllers.job import (
     Action,
     Event,
@@ -101,7 +102,7 @@ class JobController:
         self._tallies: dict[str, TaskTally] = defaultdict(TaskTally)
         """Job uid -> the sums over its pods in ``_pods``."""
         self._requests: dict[str, list[Request]] = defaultdict(list)
-        self._dirty: dict[str, None] = {}
+        self._dirty = WorkQueue()
         self._requeues: set[tuple[str, float]] = set()
         store.admit(Job, job_admission(store))
         store.watch((Job,), self._job)
@@ -119,7 +120,7 @@ class JobController:
             return
         self.jobs[change.key] = change.obj
         if change.event == "ADDED" or change.actor != JOB_CONTROLLER:
-            self._dirty[change.key] = None
+            self._dirty.add(change.key)
 
     def _pod(self, change: WatchEvent) -> None:
         pod: Pod = change.obj
@@ -146,7 +147,7 @@ class JobController:
         )
         if request is not None:
             self._requests[job_key].append(request)
-            self._dirty[job_key] = None
+            self._dirty.add(job_key)
 
     def _podgroup(self, change: WatchEvent) -> None:
         """The scheduler moved a PodGroup (Inqueue, Running...): its Job takes a look, and
@@ -155,7 +156,7 @@ class JobController:
         for ref in pg.metadata.owner_references:
             if ref.controller and ref.kind == "Job":
                 key = f"{pg.metadata.namespace}/{ref.name}"
-                self._dirty[key] = None
+                self._dirty.add(key)
                 request = podgroup_request(change.old, pg)
                 if request is not None:
                     self._requests[key].append(request)
@@ -168,7 +169,7 @@ class JobController:
         self.commands[change.key] = command
         target = command.target
         if target is not None and target.kind == "Job":
-            self._dirty[f"{command.metadata.namespace}/{target.name}"] = None
+            self._dirty.add(f"{command.metadata.namespace}/{target.name}")
 
     # -- timers -------------------------------------------------------------------------
 
@@ -179,23 +180,17 @@ class JobController:
             if pod is None or pod.status.phase != "Pending":
                 return
         self._requests[key].append(request)
-        self._dirty[key] = None
+        self._dirty.add(key)
 
     def _requeue(self, due: tuple[str, float]) -> None:
         self._requeues.discard(due)
-        self._dirty[due[0]] = None
+        self._dirty.add(due[0])
 
     # -- the work queue -------------------------------------------------------------------
 
     def sync(self) -> bool:
         """Reconcile every Job something happened to; True if any was."""
-        if not self._dirty:
-            return False
-        keys = sorted(self._dirty)
-        self._dirty.clear()
-        for key in keys:
-            self._reconcile(key)
-        return True
+        return self._dirty.drain(self._reconcile)
 
     def _reconcile(self, key: str) -> None:
         job = self.jobs.get(key)
@@ -233,7 +228,7 @@ class JobController:
                 self._requeues.add(due)
                 self.agenda.at(due[1], functools.partial(self._requeue, due))
         if decision.resync:
-            self._dirty[key] = None
+            self._dirty.add(key)
 
     def _apply(self, job: Job, action: Action) -> None:
         carry_out(action, _Writes(self.store, job))

@@ -16,6 +16,7 @@ import msgspec
 from asyncsched.api import GROUP_NAME_ANNOTATION, Pod, PodGroup
 from asyncsched.backends.sim.objects import ReplicaSet
 from asyncsched.backends.sim.store import AlreadyExists, ObjectStore, WatchEvent
+from asyncsched.backends.sim.workqueue import WorkQueue
 from asyncsched.controllers.podgroup import podgroup_for_pod
 
 __all__ = ["PodGroupController", "podgroup_defaults"]
@@ -36,30 +37,27 @@ class PodGroupController:
     def __init__(self, store: ObjectStore, scheduler_names: Container[str]) -> None:
         self.store = store
         self.scheduler_names = scheduler_names
-        self._new: dict[str, None] = {}
+        self._new = WorkQueue()
         store.admit(PodGroup, podgroup_defaults)
         store.watch((Pod,), self._pod)
 
     def _pod(self, change: WatchEvent) -> None:
         pod: Pod = change.obj
         if change.event == "DELETED":
-            self._new.pop(change.key, None)
+            self._new.discard(change.key)
         elif (
             pod.spec.scheduler_name in self.scheduler_names
             and GROUP_NAME_ANNOTATION not in pod.metadata.annotations
         ):
-            self._new[change.key] = None
+            self._new.add(change.key)
 
     def sync(self) -> bool:
-        if not self._new:
-            return False
-        keys = list(self._new)
-        self._new.clear()
-        for key in keys:
-            pod = self.store.get(Pod, key)
-            if pod is not None:
-                self._group(pod)
-        return True
+        return self._new.drain(self._reconcile, sort=False)
+
+    def _reconcile(self, key: str) -> None:
+        pod = self.store.get(Pod, key)
+        if pod is not None:
+            self._group(pod)
 
     def _group(self, pod: Pod) -> None:
         owner = next((r for r in pod.metadata.owner_references if r.controller), None)

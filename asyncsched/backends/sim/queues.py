@@ -13,6 +13,7 @@ import msgspec
 from asyncsched.api import Command, PodGroup, Queue
 from asyncsched.api.volcano import QueueStatus
 from asyncsched.backends.sim.store import ObjectStore, WatchEvent
+from asyncsched.backends.sim.workqueue import WorkQueue
 from asyncsched.controllers.queue import ALL_PHASES, queue_command, queue_status_from_counts
 
 __all__ = ["QueueController"]
@@ -25,7 +26,7 @@ class QueueController:
         self.store = store
         self._counts: dict[str, Counter[str]] = defaultdict(Counter)
         """Queue -> PodGroup phase -> how many PodGroups name that queue and are in it."""
-        self._dirty: dict[str, None] = {}
+        self._dirty = WorkQueue()
         store.watch((PodGroup,), self._podgroup)
         store.watch((Queue,), self._queue)
         store.watch((Command,), self._command)
@@ -42,23 +43,22 @@ class QueueController:
         counts = self._counts[queue]
         counts[pg.status.phase] += delta
         counts[ALL_PHASES] += delta
-        self._dirty[queue] = None
+        self._dirty.add(queue)
 
     def _queue(self, change: WatchEvent) -> None:
         if change.event == "ADDED" or change.actor != QUEUE_CONTROLLER:
-            self._dirty[change.key] = None
+            self._dirty.add(change.key)
 
     def _command(self, change: WatchEvent) -> None:
         command: Command = change.obj
         target = command.target
         if change.event != "DELETED" and target is not None and target.kind == "Queue":
-            self._dirty[target.name] = None
+            self._dirty.add(target.name)
 
     def sync(self) -> bool:
         if not self._dirty:
             return False
-        names = sorted(self._dirty)
-        self._dirty.clear()
+        names = self._dirty.take()
         commands = [
             c for c in self.store.list(Command).values() if c.target and c.target.kind == "Queue"
         ]

@@ -22,6 +22,7 @@ from asyncsched.api import Pod
 from asyncsched.api.meta import ObjectMeta, OwnerReference
 from asyncsched.backends.sim.objects import Deployment, ReplicaSet, ReplicaSetSpec
 from asyncsched.backends.sim.store import ObjectStore, WatchEvent
+from asyncsched.backends.sim.workqueue import WorkQueue
 from asyncsched.model.timestamps import parse_timestamp
 
 __all__ = ["DeploymentController", "ReplicaSetController", "template_hash"]
@@ -52,7 +53,7 @@ class DeploymentController:
 
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
-        self._dirty: dict[str, None] = {}
+        self._dirty = WorkQueue()
         self._owned: dict[str, dict[str, None]] = defaultdict(dict)
         """Deployment uid -> the keys of the ReplicaSets it controls, in the store's order."""
         store.watch((Deployment,), self._deployment)
@@ -60,7 +61,7 @@ class DeploymentController:
 
     def _deployment(self, change: WatchEvent) -> None:
         if change.event != "DELETED":
-            self._dirty[change.key] = None
+            self._dirty.add(change.key)
 
     def _replicaset(self, change: WatchEvent) -> None:
         owner = _controller_uid(change.obj.metadata.owner_references, "Deployment")
@@ -76,15 +77,12 @@ class DeploymentController:
             self._owned[owner].setdefault(change.key, None)
 
     def sync(self) -> bool:
-        if not self._dirty:
-            return False
-        keys = sorted(self._dirty)
-        self._dirty.clear()
-        for key in keys:
-            deploy = self.store.get(Deployment, key)
-            if deploy is not None:
-                self._sync(deploy)
-        return True
+        return self._dirty.drain(self._reconcile)
+
+    def _reconcile(self, key: str) -> None:
+        deploy = self.store.get(Deployment, key)
+        if deploy is not None:
+            self._sync(deploy)
 
     def _owned_by(self, uid: str) -> list[ReplicaSet]:
         """The ReplicaSets the Deployment of this uid controls, in the store's order."""

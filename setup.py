@@ -142,6 +142,22 @@ def _skip(
     print(f"asyncsched: {what} not compiled ({exc}); using {instead}", file=sys.stderr)
 
 
+def _settings_stamp(build_dir: str) -> Path:
+    Path(build_dir).mkdir(parents=True, exist_ok=True)
+    return Path(build_dir, "settings.json")
+
+
+def _settings_changed(build_dir: str, settings: dict[str, Any]) -> bool:
+    """Whether the C in ``build_dir`` was generated with other directives or another Cython:
+    cythonize compares only the files' times, so a change of settings alone would leave
+    every module's old C in place."""
+    try:
+        before = json.loads(_settings_stamp(build_dir).read_text())
+    except (OSError, ValueError):
+        return True
+    return bool(before != settings)
+
+
 def _extensions() -> list[Any]:
     if os.environ.get("ASYNCSCHED_NO_NATIVE"):
         return []
@@ -181,13 +197,21 @@ def _extensions() -> list[Any]:
         # nonecheck: a field read through a variable a .pxd types raises AttributeError on
         # None, as interpreted, instead of reading from a null pointer
         directives = {"annotation_typing": False, "nonecheck": True}
+        build_dir = os.path.join("build", "cython")
+        import Cython
+
+        settings = {"directives": directives, "language_level": 3, "cython": Cython.__version__}
+        changed = _settings_changed(build_dir, settings)
         built += cythonize(
             core,
             language_level=3,
             quiet=True,
-            build_dir=os.path.join("build", "cython"),
+            build_dir=build_dir,
             compiler_directives=directives,
+            force=changed,
         )
+        if changed:
+            _settings_stamp(build_dir).write_text(json.dumps(settings, sort_keys=True))
     except Exception as exc:
         SOURCE_HASHES.clear()
         CIMPORTS.clear()

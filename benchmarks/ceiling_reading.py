@@ -12,7 +12,8 @@ the same binder ten minutes apart differed by up to 39%, and back-to-back ones b
 (four pairs). So each run is read against the binder runs nearest it in time, the last
 before it and the first after it (with ``--ceiling-between`` its neighbours, without it
 the round's first and last), and a fraction is worth what the runs behind it are worth:
-read the means over rounds, not one run.
+read the means over rounds, not one run. ``ceiling_self_fractions`` says what that is: the
+binder's own runs read the same way against theirs (with ``--ceiling-between``).
 
 Why a second reading. The binder's runs moved between 503 and 827 pods/s for the same
 work (binds, watch events sent, status writes): every process on the bed spent more CPU
@@ -39,7 +40,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BINDER", "fractions", "kwok_ms_per_pod", "read_against_ceiling", "readings", "reread"]
+__all__ = [
+    "BINDER",
+    "fractions",
+    "kwok_ms_per_pod",
+    "read_against_ceiling",
+    "readings",
+    "reread",
+    "self_fractions",
+]
 
 BINDER = "minimal-binder"
 
@@ -99,12 +108,35 @@ def fractions(
     return found
 
 
+def self_fractions(runs: list[dict[str, Any]]) -> list[float]:
+    """The binder read as a scheduler is: each binder run that has binder runs before and
+    after it in its round, over the mean of the nearest two. What the same program reads
+    from run to run on this bed, so how far below 1.0 a fraction can fall with nothing
+    slower; pessimistic by a little, as those neighbours are two runs away, not one."""
+    found: list[float] = []
+    for round_ in sorted({r.get("round", 0) for r in runs}):
+        rates = [
+            float(r["throughput_pods_per_s"])
+            for r in runs
+            if r.get("round", 0) == round_
+            and r["scheduler"] == BINDER
+            and r.get("throughput_pods_per_s")
+        ]
+        found += [
+            round(rates[i] / ((rates[i - 1] + rates[i + 1]) / 2), 3)
+            for i in range(1, len(rates) - 1)
+        ]
+    return found
+
+
 def readings(runs: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
-    """Both readings of runs already read against their binder runs, per scheduler and
-    shape: ``fractions`` and ``fractions_at_kwok_pace``."""
+    """The readings of runs already read against their binder runs, per scheduler and
+    shape: ``fractions`` and ``fractions_at_kwok_pace``; and ``ceiling_self_fractions``,
+    the binder against its own neighbours (``--ceiling-between`` makes them)."""
     return {
         "fractions": fractions(runs),
         "fractions_at_kwok_pace": fractions(runs, "fraction_of_ceiling_at_kwok_pace"),
+        "ceiling_self_fractions": {BINDER: self_fractions(runs)},
     }
 
 

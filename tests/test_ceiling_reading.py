@@ -132,3 +132,22 @@ def test_each_run_is_read_against_the_binder_runs_either_side_of_it() -> None:
     assert measured[4]["fraction_of_ceiling_at_kwok_pace"] == pytest.approx(0.9, abs=1e-3)
     assert measured[0]["ceiling_pods_per_s"] == 700.0
     assert "fraction_of_ceiling" not in measured[3]
+
+
+def test_the_binder_is_read_against_its_own_neighbours_round_by_round() -> None:
+    """With the binder between every two runs, each binder run with binder runs either side
+    of it in its round is read against them, as a scheduler's run is: 600 between 800 and
+    700 reads 0.8. The round's first and last binder runs, and lone entries, read nothing."""
+    runs = [
+        run("minimal-binder", 800.0, 3.5, round_=0),
+        run("asyncsched", 700.0, 3.5, round_=0),
+        run("minimal-binder", 600.0, 3.5, round_=0),
+        {"scheduler": "asyncsched", "protocol": "lone", "round": 0},
+        run("asyncsched", 700.0, 3.5, gang=10, round_=0),
+        run("minimal-binder", 700.0, 3.5, round_=0),
+        run("minimal-binder", 500.0, 3.5, round_=1),
+        run("asyncsched", 500.0, 3.5, round_=1),
+        run("minimal-binder", 500.0, 3.5, round_=1),
+    ]
+    assert reading.self_fractions(runs) == [0.8]
+    assert reading.readings(runs)["ceiling_self_fractions"] == {"minimal-binder": [0.8]}

@@ -374,6 +374,17 @@ def cpu_seconds(pid: int | None) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def resident_mb(pid: int | None) -> float | None:
+    """A process's resident memory now, in MB (None if unknown)."""
+    if pid is None:
+        return None
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+
+
 def thread_cpu_seconds(pid: int | None) -> dict[str, float]:
     """user+system CPU of the process's main thread and of its other threads (those alive
     now): in asyncsched, the main thread runs the event loop (binds, watches, snapshots)
@@ -1012,21 +1023,52 @@ def bed_state(bed: Testbed) -> dict[str, float]:
     return state
 
 
-def machine_pace_ms() -> float:
-    """CPU ms that one fixed piece of Python work takes in this process now (best of three).
+def machine_pace_ms(tries: int = 3) -> float:
+    """CPU ms that one fixed piece of Python work takes in this process now (best of
+    ``tries``).
 
     The work is the same every time, so a larger figure means a slower machine, not more
     work: on a shared host the same binds have cost every process of the bed 1.5 times the
     CPU seconds minutes apart. Read as a run starts (the bed settled) and at its last bind,
-    so a run that met another machine than its round's binder runs can be told."""
+    and once a second in between (``PaceSamples``), so a run that met another machine than
+    its round's binder runs can be told."""
     best = float("inf")
-    for _ in range(3):
+    for _ in range(tries):
         began = time.process_time()
         total = 0
         for i in range(200_000):
             total += i * i % 7
         best = min(best, time.process_time() - began)
     return round(best * 1000, 2)
+
+
+class PaceSamples:
+    """``machine_pace_ms`` once a second (one try, ~10 ms of this process's CPU, the same in
+    every run) while a run goes on: whether the machine was slow inside the window, which
+    the readings at its two ends cannot show."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._sample())
+
+    async def _sample(self) -> None:
+        while True:
+            self.samples.append((time.time(), machine_pace_ms(tries=1)))
+            await asyncio.sleep(1.0)
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def between(self, first: float, last: float) -> dict[str, float] | None:
+        """Median and max of the samples taken from ``first`` to ``last`` (epoch seconds)."""
+        inside = sorted(pace for at, pace in self.samples if first <= at <= last)
+        if not inside:
+            return None
+        return {"median": inside[len(inside) // 2], "max": inside[-1], "samples": len(inside)}
 
 
 async def settle(bed: Testbed, idle_cores: float = 0.6, longest: float = 120.0) -> float:
@@ -1108,6 +1150,8 @@ async def measure_precreated(
         heap_before = await apiserver_heap(client)
         sent_before = await watch_sent(client)
         served_before = bed_cpu(bed)
+        paces = PaceSamples()
+        paces.start()
         scheduler.start()
         started = time.time()
         timeout = args.timeout or max(120.0, args.pods / 20)
@@ -1117,6 +1161,8 @@ async def measure_precreated(
             log(f"timed out: {watch.bound_count} bound")
         cpu = cpu_seconds(scheduler.pid)  # from the process's start: its first listing too
         threads = thread_cpu_seconds(scheduler.pid)
+        paces.stop()
+        rss_at_last_bind = resident_mb(scheduler.pid)
         pace_at_last_bind = machine_pace_ms()
         at_last_bind = bed_cpu(bed)
         waits = bed_waits(bed, scheduler)
@@ -1143,6 +1189,7 @@ async def measure_precreated(
             "seconds_first_to_last_bind": round(span, 2),
             "scheduler_cpu_seconds": round(cpu, 1),
             "scheduler_cpu_ms_per_pod": round(cpu / len(bound) * 1000, 2) if bound else None,
+            "scheduler_mb_at_last_bind": rss_at_last_bind,
             "bed_cpu_seconds": served,
             "window_cpu_seconds": in_window,
             "window_runqueue_wait_seconds": waited,
@@ -1155,6 +1202,7 @@ async def measure_precreated(
             ),
             "load_after": [round(x, 2) for x in os.getloadavg()],
             "machine_pace_ms_at_last_bind": pace_at_last_bind,
+            "machine_pace_ms_in_window": paces.between(bound[0], bound[-1]) if bound else None,
             "binds_by_second": binds_by_second(bound),
         })  # fmt: skip
         if gang > 1:

@@ -1014,9 +1014,9 @@ def bed_state(bed: Testbed) -> dict[str, float]:
     carries from run to run (the same binds cost its API server more on an older bed)."""
     state: dict[str, float] = {}
     for name, comp in bed.components.items():
-        with contextlib.suppress(OSError):
-            pages = int(Path(f"/proc/{comp.pid}/statm").read_text().split()[1])
-            state[f"{name} rss"] = round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+        rss = resident_mb(comp.pid)
+        if rss is not None:
+            state[f"{name} rss"] = rss
     with contextlib.suppress(OSError):
         db = bed.dir / "etcd-data" / "member" / "snap" / "db"
         state["etcd db"] = round(db.stat().st_size / 2**20, 1)

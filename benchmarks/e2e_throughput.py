@@ -642,7 +642,14 @@ class Scheduler:
 
 
 class AsyncSched(Scheduler):
-    def __init__(self, kubeconfig: Path, log_path: Path, scheduler_name: str, profile: Path | None):
+    def __init__(
+        self,
+        kubeconfig: Path,
+        log_path: Path,
+        scheduler_name: str,
+        profile: Path | None,
+        native: bool = False,
+    ):
         self.name = "asyncsched"
         self.scheduler_name = scheduler_name
         self.metrics_port = free_port()
@@ -651,6 +658,9 @@ class AsyncSched(Scheduler):
             "--metrics-host", "127.0.0.1", "--metrics-port", str(self.metrics_port),
         )  # fmt: skip
         self.profile = profile
+        self.native = native
+        """Profile with native frames (the compiled core's functions by name): py-spy then
+        stops the process at each sample, so the run's rate is not a figure."""
         self.profiler: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -695,10 +705,11 @@ class AsyncSched(Scheduler):
         if py_spy is None:
             log("py-spy is not installed (pip install py-spy): no profile")
             return
+        sampling = ["--native"] if self.native else ["--nonblocking"]
         self.profiler = subprocess.Popen(
             [py_spy, "record", "--pid", str(self.pid), "--rate", "200", "--format", "raw",
              "--threads", "--output", str(self.profile / f"asyncsched-profile-{phase}.txt"),
-             "--nonblocking", "--gil"],
+             "--gil", *sampling],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
 
@@ -1323,10 +1334,11 @@ def _round_plans(
         )
         plans += [(external, gang) for gang in _shapes(args, round_)]
     else:
-        profile = bed.dir if args.profile else None
+        profile = bed.dir if args.profile or args.profile_native else None
         for gang in _shapes(args, round_):
             log_path = bed.dir / f"asyncsched-r{round_}-gang{gang}.log"
-            plans.append((AsyncSched(kubeconfig, log_path, args.scheduler_name, profile), gang))
+            name, native = args.scheduler_name, args.profile_native
+            plans.append((AsyncSched(kubeconfig, log_path, name, profile, native=native), gang))
     if args.ceiling_between:
         plans = _binder_between(bed, plans)
     if args.ceiling and len(plans) > 1:
@@ -1369,9 +1381,11 @@ async def run_all(bed: Testbed, args: argparse.Namespace) -> dict[str, Any]:
             kubeconfig = bed.kubeconfig
             if args.rbac == "deploy":
                 kubeconfig = await install_scheduler_rbac(bed)
-            profile = bed.dir if args.profile else None
+            profile = bed.dir if args.profile or args.profile_native else None
+            log_path = bed.dir / "asyncsched.log"
+            native = args.profile_native
             schedulers.append(
-                AsyncSched(kubeconfig, bed.dir / "asyncsched.log", args.scheduler_name, profile)
+                AsyncSched(kubeconfig, log_path, args.scheduler_name, profile, native=native)
             )
         if args.compare_kube_scheduler:
             for qps in args.kube_scheduler_qps or [0]:
@@ -1462,6 +1476,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="py-spy asyncsched during the lone pods and the burst (with "
                              "--precreate: from the first bind to the last, the window its "
                              "rate is read over)")  # fmt: skip
+    parser.add_argument("--profile-native", action="store_true",
+                        help="as --profile, with the compiled core left on and its functions "
+                             "named (py-spy --native: it stops the process at each sample, so "
+                             "the rates of profiled runs are not figures)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.ceiling_between and not args.ceiling:
         parser.error("--ceiling-between needs --ceiling")

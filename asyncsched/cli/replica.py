@@ -12,6 +12,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from asyncsched.backends.kube import KubeClient, connect
+from asyncsched.backends.kube.client import DEFAULT_CONNECTIONS
 from asyncsched.cli.exits import EXIT_OK
 from asyncsched.cli.output import add_connection_flags, check_kubeconfig
 
@@ -48,10 +49,12 @@ def add_replica_flags(
 async def run_replica(
     args: argparse.Namespace,
     component: Callable[[KubeClient], Callable[[asyncio.Event], Coroutine[Any, Any, None]]],
+    connections: int = DEFAULT_CONNECTIONS,
 ) -> int:
-    """Connect, run ``component(client)(stop)`` until SIGTERM or SIGINT, then close cleanly."""
+    """Connect (holding at most ``connections`` to the API server), run
+    ``component(client)(stop)`` until SIGTERM or SIGINT, then close cleanly."""
     check_kubeconfig(args.kubeconfig)
-    client = await connect(args.kubeconfig, args.context)
+    client = await connect(args.kubeconfig, args.context, connections)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -150,7 +150,8 @@ def _gang(bed: Bed, name: str, size: int, gpu: int) -> list[dict[str, Any]]:
 async def test_gang_is_bound_all_or_nothing_and_other_schedulers_are_left_alone(
     bed: Bed,
 ) -> None:
-    scheduler = bed.scheduler()
+    # one bind in flight at a time: a gang's members still all go, each after the last
+    scheduler = bed.scheduler("replica-a", "--bind-concurrency", "1")
     try:
         # each member needs a whole 8-GPU node: one gang of 6 fits the 6 nodes, two do not
         await bed.submit(*_gang(bed, "first", 6, 8), *_gang(bed, "second", 6, 8))

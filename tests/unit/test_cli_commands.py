@@ -97,3 +97,20 @@ def test_no_kubeconfig_anywhere_is_one_line_saying_where_it_looked(
         f"asyncsched: error: no kubeconfig found (looked for {tmp_path}/.kube/config): pass "
         "--kubeconfig PATH, set KUBECONFIG, or run inside a cluster\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [("0", "0 is not between 1 and 1000"), ("1001", "1001 is not between 1 and 1000"),
+     ("many", "'many' is not a whole number")],
+)  # fmt: skip
+def test_a_bind_concurrency_out_of_range_is_refused_naming_the_flag(
+    given: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["scheduler", "--bind-concurrency", given])
+
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"asyncsched scheduler: error: argument --bind-concurrency: {said}"
+    )

@@ -216,14 +216,23 @@ def _refusal(data: bytes, fallback: str | None) -> tuple[str, tuple[str, ...]]:
         return data[:200].decode(errors="replace") or (fallback or ""), ()
 
 
-async def connect(kubeconfig: str | None, context: str | None = None) -> KubeClient:
+DEFAULT_CONNECTIONS = 100
+"""Connections to the API server a client holds at most (kubernetes-asyncio's default):
+every request and open watch holds one."""
+
+
+async def connect(
+    kubeconfig: str | None, context: str | None = None, connections: int = DEFAULT_CONNECTIONS
+) -> KubeClient:
     """Load credentials and check the server answers: ``kubeconfig``, else $KUBECONFIG,
-    else in-cluster, else ~/.kube/config (kubectl's order).
+    else in-cluster, else ~/.kube/config (kubectl's order). ``connections``: the most held
+    at once (a request waits for one beyond that).
 
     Raises KubeError with one clear line when the kubeconfig is unusable or the
     server cannot be reached.
     """
     configuration = k8s_client.Configuration()
+    configuration.connection_pool_maxsize = connections
     loader_log = logging.getLogger("kubernetes_asyncio.config")
     level = loader_log.level
     loader_log.setLevel(logging.ERROR)  # its warnings ("Config not found") would precede ours

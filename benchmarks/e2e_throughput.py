@@ -105,6 +105,7 @@ from typing import Any
 
 import ceiling_reading  # benchmarks/: this script's folder is first on sys.path
 import msgspec
+import perf_window
 import target
 import yaml
 
@@ -649,13 +650,15 @@ class AsyncSched(Scheduler):
         scheduler_name: str,
         profile: Path | None,
         native: bool = False,
+        bind_concurrency: int | None = None,
     ):
         self.name = "asyncsched"
         self.scheduler_name = scheduler_name
         self.metrics_port = free_port()
+        binds = ["--bind-concurrency", str(bind_concurrency)] if bind_concurrency else []
         self.proc = SchedulerProcess(
             kubeconfig, log_path, "bench", "--scheduler-name", scheduler_name,
-            "--metrics-host", "127.0.0.1", "--metrics-port", str(self.metrics_port),
+            "--metrics-host", "127.0.0.1", "--metrics-port", str(self.metrics_port), *binds,
         )  # fmt: skip
         self.profile = profile
         self.native = native
@@ -818,14 +821,17 @@ def minimal_binder(
     events: bool = False,
     watch: bool = False,
     burn: tuple[float, float] | None = None,
+    concurrency: int | None = None,
 ) -> CommandScheduler:
-    """``burn``: (ms of CPU after each bind, MB of ballast it reads; see minimal_binder.py)."""
+    """``burn``: (ms of CPU after each bind, MB of ballast it reads; see minimal_binder.py);
+    ``concurrency``: binds in flight (None: the binder's default)."""
     argv = [
         sys.executable, str(Path(__file__).resolve().parent / "minimal_binder.py"),
         "--kubeconfig", "{kubeconfig}", "--namespace", "{namespace}",
         "--scheduler-name", "{scheduler_name}", *(["--events"] if events else []),
         *(["--watch"] if watch else []),
         *(["--burn", str(burn[0]), "--ballast", str(burn[1])] if burn else []),
+        *(["--concurrency", str(concurrency)] if concurrency else []),
     ]  # fmt: skip
     name = "minimal-binder" + ("-events" if events else "") + ("-watch" if watch else "")
     name += f"-burn{burn[0]:g}ms-{burn[1]:g}mb" if burn else ""
@@ -1137,8 +1143,11 @@ async def measure_precreated(
     at_first_bind: dict[str, float] = {}
     waits_at_first_bind: dict[str, float] = {}
     switches_at_first_bind: dict[str, tuple[int, int]] = {}
+    perf = perf_window.PerfWindow(bed.dir / f"perf-{run}.data") if args.perf else None
 
     def first_bound() -> None:
+        if perf is not None:
+            perf.start()
         at_first_bind.update(bed_cpu(bed), scheduler=cpu_seconds(scheduler.pid))
         at_first_bind.update(thread_cpu_seconds(scheduler.pid))
         waits_at_first_bind.update(bed_waits(bed, scheduler))
@@ -1172,6 +1181,8 @@ async def measure_precreated(
             log(f"timed out: {watch.bound_count} bound")
         cpu = cpu_seconds(scheduler.pid)  # from the process's start: its first listing too
         threads = thread_cpu_seconds(scheduler.pid)
+        if perf is not None:
+            perf.stop()
         paces.stop()
         rss_at_last_bind = resident_mb(scheduler.pid)
         pace_at_last_bind = machine_pace_ms()
@@ -1230,6 +1241,10 @@ async def measure_precreated(
             "live MB before": heap_before.get("live MB"),
         }
         result["watch_sent_by_last_bind"] = sent_by_last_bind
+        if perf is not None:
+            named = {name: comp.pid for name, comp in bed.components.items()}
+            named["scheduler"] = scheduler.pid
+            result["perf_window"] = perf.summary(named, ("scheduler", "kube-apiserver"))
         if isinstance(scheduler, AsyncSched):
             result["scheduler_metrics"] = scheduler.metrics()
         log(f"{scheduler.name} precreated: {json.dumps(result)}")
@@ -1316,14 +1331,35 @@ def _round_plans(
 ) -> list[tuple[Scheduler, int]]:
     plans: list[tuple[Scheduler, int]] = []
     if args.ceiling:
-        plans.append((minimal_binder(bed, BINDER), 1))
+        plans.append((minimal_binder(bed, BINDER, concurrency=args.binder_concurrency), 1))
     if args.binder_events:
-        plans.append((minimal_binder(bed, "minimal-binder", events=True), 1))
+        plans.append(
+            (
+                minimal_binder(
+                    bed, "minimal-binder", events=True, concurrency=args.binder_concurrency
+                ),
+                1,
+            )
+        )
     if args.binder_watch:
-        plans.append((minimal_binder(bed, "minimal-binder", watch=True), 1))
+        plans.append(
+            (
+                minimal_binder(
+                    bed, "minimal-binder", watch=True, concurrency=args.binder_concurrency
+                ),
+                1,
+            )
+        )
     for megabytes in args.binder_ballast if args.binder_burn > 0 else []:
         burn = (args.binder_burn, megabytes)
-        plans.append((minimal_binder(bed, "minimal-binder", burn=burn), 1))
+        plans.append(
+            (
+                minimal_binder(
+                    bed, "minimal-binder", burn=burn, concurrency=args.binder_concurrency
+                ),
+                1,
+            )
+        )
     if args.compare_kube_scheduler:
         for qps in args.kube_scheduler_qps or [0]:
             plans.append((KubeScheduler(bed, qps), 1))
@@ -1334,20 +1370,32 @@ def _round_plans(
         )
         plans += [(external, gang) for gang in _shapes(args, round_)]
     else:
-        profile = bed.dir if args.profile or args.profile_native else None
+        profile = bed.dir if args.profile or args.profile_native or args.profile_compiled else None
         for gang in _shapes(args, round_):
             log_path = bed.dir / f"asyncsched-r{round_}-gang{gang}.log"
             name, native = args.scheduler_name, args.profile_native
-            plans.append((AsyncSched(kubeconfig, log_path, name, profile, native=native), gang))
+            plans.append(
+                (
+                    AsyncSched(
+                        kubeconfig,
+                        log_path,
+                        name,
+                        profile,
+                        native=native,
+                        bind_concurrency=args.bind_concurrency,
+                    ),
+                    gang,
+                )
+            )
     if args.ceiling_between:
-        plans = _binder_between(bed, plans)
+        plans = _binder_between(bed, plans, args.binder_concurrency)
     if args.ceiling and len(plans) > 1:
-        plans.append((minimal_binder(bed, BINDER), 1))
+        plans.append((minimal_binder(bed, BINDER, concurrency=args.binder_concurrency), 1))
     return plans
 
 
 def _binder_between(
-    bed: Testbed, plans: list[tuple[Scheduler, int]]
+    bed: Testbed, plans: list[tuple[Scheduler, int]], concurrency: int | None
 ) -> list[tuple[Scheduler, int]]:
     """The minimal binder between every two runs that are not the binder's, so each is
     read against the binder runs on either side of it, the nearest in time, rather than
@@ -1355,7 +1403,7 @@ def _binder_between(
     spaced: list[tuple[Scheduler, int]] = []
     for plan in plans:
         if spaced and spaced[-1][0].name != BINDER and plan[0].name != BINDER:
-            spaced.append((minimal_binder(bed, BINDER), 1))
+            spaced.append((minimal_binder(bed, BINDER, concurrency=concurrency), 1))
         spaced.append(plan)
     return spaced
 
@@ -1381,11 +1429,20 @@ async def run_all(bed: Testbed, args: argparse.Namespace) -> dict[str, Any]:
             kubeconfig = bed.kubeconfig
             if args.rbac == "deploy":
                 kubeconfig = await install_scheduler_rbac(bed)
-            profile = bed.dir if args.profile or args.profile_native else None
+            profile = (
+                bed.dir if args.profile or args.profile_native or args.profile_compiled else None
+            )
             log_path = bed.dir / "asyncsched.log"
             native = args.profile_native
             schedulers.append(
-                AsyncSched(kubeconfig, log_path, args.scheduler_name, profile, native=native)
+                AsyncSched(
+                    kubeconfig,
+                    log_path,
+                    args.scheduler_name,
+                    profile,
+                    native=native,
+                    bind_concurrency=args.bind_concurrency,
+                )
             )
         if args.compare_kube_scheduler:
             for qps in args.kube_scheduler_qps or [0]:
@@ -1476,6 +1533,29 @@ def main(argv: list[str] | None = None) -> int:
                         help="py-spy asyncsched during the lone pods and the burst (with "
                              "--precreate: from the first bind to the last, the window its "
                              "rate is read over)")  # fmt: skip
+    parser.add_argument(
+        "--bind-concurrency",
+        type=int,
+        default=None,
+        metavar="BINDS",
+        help="asyncsched's --bind-concurrency (default: its own)",
+    )
+    parser.add_argument(
+        "--binder-concurrency",
+        type=int,
+        default=None,
+        metavar="BINDS",
+        help="the minimal binder's --concurrency (default: its own, 128)",
+    )
+    parser.add_argument("--perf", action="store_true",
+                        help="with --precreate: perf record on every core from the first bind "
+                             "to the last; each run's share of samples per process, and the "
+                             "scheduler's and the API server's per shared object and symbol "
+                             "(benchmarks/perf_window.py)")  # fmt: skip
+    parser.add_argument("--profile-compiled", action="store_true",
+                        help="as --profile, with the compiled core left on (py-spy "
+                             "--nonblocking: the interpreted parts by name, each compiled "
+                             "call inside the frame that made it)")  # fmt: skip
     parser.add_argument("--profile-native", action="store_true",
                         help="as --profile, with the compiled core left on and its functions "
                              "named (py-spy --native: it stops the process at each sample, so "

@@ -3,22 +3,15 @@ and at the pace KWOK's CPU per pod shows."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "ceiling_reading", ROOT / "benchmarks" / "ceiling_reading.py"
-)
-assert _spec is not None and _spec.loader is not None
-reading = importlib.util.module_from_spec(_spec)
-sys.modules["ceiling_reading"] = reading
-_spec.loader.exec_module(reading)
+from tests.benchmark_modules import load
+
+reading = load("ceiling_reading")
 
 
 def run(

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "perf_window", ROOT / "benchmarks" / "perf_window.py"
-)
-assert _spec is not None and _spec.loader is not None
-perf_window = importlib.util.module_from_spec(_spec)
-sys.modules["perf_window"] = perf_window
-_spec.loader.exec_module(perf_window)
+from tests.benchmark_modules import load
+
+perf_window = load("perf_window")
 
 HEADER = (
     "# Samples: 12K of event 'cpu-clock'\n#\n"

@@ -1580,6 +1580,12 @@ def main(argv: list[str] | None = None) -> int:
     directory = Path(tempfile.mkdtemp(prefix="asyncsched-bench-")) if own_bed else args.bed
     if not own_bed and (directory / "bed.json").exists():
         bed = Testbed.load(directory)
+        stopped = sorted(name for name, comp in bed.components.items() if not comp.alive())
+        if stopped:
+            parser.error(
+                f"--bed {directory}: its bed is not running ({', '.join(stopped)} stopped); "
+                "give another folder, or delete its bed.json to start a new bed there"
+            )
         log(f"reusing the bed in {directory}")
     else:
         bed = Testbed(directory, nodes=0, capacity=CAPACITY, die_with_parent=own_bed)

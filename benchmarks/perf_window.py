@@ -57,7 +57,9 @@ class PerfWindow:
         self, named: dict[str, int | None], detail: tuple[str, ...], top: int = 12
     ) -> dict[str, object]:
         """Percent of all samples per process of ``named`` (name: pid; the rest together as
-        "others"), and for each name in ``detail`` its shared objects and ``top`` symbols."""
+        "others"), and for each name in ``detail`` its shared objects and ``top`` symbols.
+        Two ``perf report`` passes, each over the whole recording: by thread and shared
+        object (the per-process shares are their sums), and by thread and symbol."""
         if self.problem or not self.output.exists():
             return {"problem": self.problem or "no perf data"}
         names = {0: "idle"}
@@ -65,21 +67,26 @@ class PerfWindow:
         for name, pid in named.items():
             threads[name] = _threads_of(pid)
             names.update(dict.fromkeys(threads[name], name))
+        by_object = self._report(("pid", "dso"))
         per_process: dict[str, float] = {}
-        for key, share in self._report(("pid",)).items():
+        for key, share in by_object.items():
             name = names.get(_pid_of(key), "others")
             per_process[name] = round(per_process.get(name, 0.0) + share, 2)
         found: dict[str, object] = {"per process": per_process}
+        by_symbol = self._report(("pid", "sym")) if detail else {}
         for name in detail:
             mine = threads.get(name, set())
-            for sort, label in (("dso", "shared objects"), ("sym", "top symbols")):
+            for rows_of, label, kept in (
+                (by_object, "shared objects", 8),
+                (by_symbol, "top symbols", top),
+            ):
                 rows: dict[str, float] = {}
-                for key, share in self._report(("pid", sort)).items():
+                for key, share in rows_of.items():
                     if _pid_of(key) in mine:
                         what = key.split(" | ", 1)[-1]
                         rows[what] = round(rows.get(what, 0.0) + share, 2)
                 ranked = sorted(rows.items(), key=lambda row: -row[1])
-                found[f"{name}: {label}"] = dict(ranked[: top if sort == "sym" else 8])
+                found[f"{name}: {label}"] = dict(ranked[:kept])
         return found
 
     def _report(self, keys: tuple[str, ...]) -> dict[str, float]:

@@ -1330,36 +1330,19 @@ def _round_plans(
     bed: Testbed, args: argparse.Namespace, kubeconfig: Path, round_: int
 ) -> list[tuple[Scheduler, int]]:
     plans: list[tuple[Scheduler, int]] = []
+
+    def binder(**variant: Any) -> tuple[Scheduler, int]:
+        """The minimal binder at ``--binder-concurrency``: the ceiling, or one ``variant``."""
+        return (minimal_binder(bed, BINDER, concurrency=args.binder_concurrency, **variant), 1)
+
     if args.ceiling:
-        plans.append((minimal_binder(bed, BINDER, concurrency=args.binder_concurrency), 1))
+        plans.append(binder())
     if args.binder_events:
-        plans.append(
-            (
-                minimal_binder(
-                    bed, "minimal-binder", events=True, concurrency=args.binder_concurrency
-                ),
-                1,
-            )
-        )
+        plans.append(binder(events=True))
     if args.binder_watch:
-        plans.append(
-            (
-                minimal_binder(
-                    bed, "minimal-binder", watch=True, concurrency=args.binder_concurrency
-                ),
-                1,
-            )
-        )
+        plans.append(binder(watch=True))
     for megabytes in args.binder_ballast if args.binder_burn > 0 else []:
-        burn = (args.binder_burn, megabytes)
-        plans.append(
-            (
-                minimal_binder(
-                    bed, "minimal-binder", burn=burn, concurrency=args.binder_concurrency
-                ),
-                1,
-            )
-        )
+        plans.append(binder(burn=(args.binder_burn, megabytes)))
     if args.compare_kube_scheduler:
         for qps in args.kube_scheduler_qps or [0]:
             plans.append((KubeScheduler(bed, qps), 1))
@@ -1370,28 +1353,25 @@ def _round_plans(
         )
         plans += [(external, gang) for gang in _shapes(args, round_)]
     else:
-        profile = bed.dir if args.profile or args.profile_native or args.profile_compiled else None
         for gang in _shapes(args, round_):
             log_path = bed.dir / f"asyncsched-r{round_}-gang{gang}.log"
-            name, native = args.scheduler_name, args.profile_native
-            plans.append(
-                (
-                    AsyncSched(
-                        kubeconfig,
-                        log_path,
-                        name,
-                        profile,
-                        native=native,
-                        bind_concurrency=args.bind_concurrency,
-                    ),
-                    gang,
-                )
-            )
+            plans.append((_asyncsched(args, bed, kubeconfig, log_path), gang))
     if args.ceiling_between:
         plans = _binder_between(bed, plans, args.binder_concurrency)
     if args.ceiling and len(plans) > 1:
-        plans.append((minimal_binder(bed, BINDER, concurrency=args.binder_concurrency), 1))
+        plans.append(binder())
     return plans
+
+
+def _asyncsched(
+    args: argparse.Namespace, bed: Testbed, kubeconfig: Path, log_path: Path
+) -> AsyncSched:
+    """asyncsched as the flags ask: profiled (how), and its binds in flight."""
+    profiled = args.profile or args.profile_native or args.profile_compiled
+    return AsyncSched(
+        kubeconfig, log_path, args.scheduler_name, bed.dir if profiled else None,
+        native=args.profile_native, bind_concurrency=args.bind_concurrency,
+    )  # fmt: skip
 
 
 def _binder_between(
@@ -1429,21 +1409,7 @@ async def run_all(bed: Testbed, args: argparse.Namespace) -> dict[str, Any]:
             kubeconfig = bed.kubeconfig
             if args.rbac == "deploy":
                 kubeconfig = await install_scheduler_rbac(bed)
-            profile = (
-                bed.dir if args.profile or args.profile_native or args.profile_compiled else None
-            )
-            log_path = bed.dir / "asyncsched.log"
-            native = args.profile_native
-            schedulers.append(
-                AsyncSched(
-                    kubeconfig,
-                    log_path,
-                    args.scheduler_name,
-                    profile,
-                    native=native,
-                    bind_concurrency=args.bind_concurrency,
-                )
-            )
+            schedulers.append(_asyncsched(args, bed, kubeconfig, bed.dir / "asyncsched.log"))
         if args.compare_kube_scheduler:
             for qps in args.kube_scheduler_qps or [0]:
                 schedulers.append(KubeScheduler(bed, qps))
